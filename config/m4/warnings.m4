@@ -1,0 +1,14 @@
+# UCX_CHECK_WARNINGS: the warning set every C file is held to; --enable-werror
+# (used by CI) turns them into errors.
+AC_DEFUN([UCX_CHECK_WARNINGS], [
+    AC_ARG_ENABLE([werror],
+        [AS_HELP_STRING([--enable-werror], [treat compiler warnings as errors (default: no)])],
+        [], [enable_werror=no])
+    WARN_CFLAGS="-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wshadow -Wpointer-arith -Wmissing-prototypes -Wstrict-prototypes"
+    WARN_CXXFLAGS="-Wall -Wno-unused-parameter -Wno-missing-field-initializers"
+    AS_IF([test "x$enable_werror" = xyes],
+          [WARN_CFLAGS="$WARN_CFLAGS -Werror"
+           WARN_CXXFLAGS="$WARN_CXXFLAGS -Werror"])
+    AC_SUBST([WARN_CFLAGS])
+    AC_SUBST([WARN_CXXFLAGS])
+])

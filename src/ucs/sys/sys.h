@@ -1,0 +1,54 @@
+/**
+ * @file sys.h
+ * Facts about the host and process that transports use to decide whether a
+ * peer is reachable (same boot, same PID namespace) and to time operations.
+ * All functions are thread safe; identifiers are read once and cached.
+ */
+#ifndef UCS_SYS_SYS_H_
+#define UCS_SYS_SYS_H_
+
+#include <ucs/type/status.h>
+
+#include <stdint.h>
+#include <stddef.h>
+
+BEGIN_C_DECLS
+
+/**
+ * Boot identifier of this kernel as 128 bits (from
+ * /proc/sys/kernel/random/boot_id). Two processes with the same boot id run
+ * on the same machine instance, which shared memory and CUDA IPC require.
+ *
+ * @param [out] id  16 bytes.
+ * @return UCS_OK, or UCS_ERR_IO_ERROR if the kernel does not provide it.
+ */
+ucs_status_t ucs_sys_get_boot_id(uint8_t id[16]);
+
+/** Host name, truncated to fit; never fails (falls back to "localhost"). */
+const char *ucs_sys_get_host_name(void);
+
+/**
+ * Inode number of this process's PID namespace (/proc/self/ns/pid), or 0 if
+ * unknown. Peers in different PID namespaces cannot address each other by pid.
+ */
+uint64_t ucs_sys_get_pid_ns(void);
+
+/** Monotonic time in nanoseconds. */
+uint64_t ucs_get_time_ns(void);
+
+/** Size of a memory page. */
+size_t ucs_get_page_size(void);
+
+/**
+ * Directory that holds the shared object containing @a symbol.
+ *
+ * @param symbol   address of a function or variable in the object.
+ * @param buf      output buffer.
+ * @param max      its size.
+ * @return UCS_OK, or UCS_ERR_NO_ELEM when the object is unknown.
+ */
+ucs_status_t ucs_sys_get_object_dir(const void *symbol, char *buf, size_t max);
+
+END_C_DECLS
+
+#endif
