@@ -1,0 +1,49 @@
+#!/bin/bash
+# "make install" into a scratch prefix: the installed ucx_info runs, the
+# headers and pkg-config files let a client program build and run.
+set -euo pipefail
+prefix="$BUILD_DIR/test-install"
+rm -rf "$prefix"
+make -C "$BUILD_DIR" -s install prefix="$prefix" >/dev/null
+
+export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+"$prefix/bin/ucx_info" -v | grep -q 'Library version'
+"$prefix/bin/ucx_info" -c | grep -q '^UCX_LOG_LEVEL='
+for so in libucs.so.0 libucm.so.0 libuct.so.0 libucp.so.0; do
+    test -e "$prefix/lib/$so" || { echo "missing $so"; exit 1; }
+done
+for h in ucp/api/ucp.h ucp/api/ucp_def.h ucp/api/ucp_version.h ucs/type/status.h \
+         ucs/config/types.h ucs/sys/compiler_def.h ucs/memory/memory_type.h; do
+    test -f "$prefix/include/$h" || { echo "missing header $h"; exit 1; }
+done
+
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+cflags=$(pkg-config --define-prefix --cflags ucx)
+libs=$(pkg-config --define-prefix --libs ucx)
+echo "pkg-config ucx: $cflags $libs"
+grep -q -- "-lucp" <<<"$libs"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat >"$work/client.c" <<'C'
+#include <ucp/api/ucp.h>
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    unsigned major, minor, release;
+    ucp_config_t *config;
+    ucp_get_version(&major, &minor, &release);
+    if (strcmp(ucs_status_string(UCS_ERR_NO_MEMORY), "Out of memory") != 0) return 1;
+    if (ucp_config_read(NULL, NULL, &config) != UCS_OK) return 2;
+    ucp_config_release(config);
+    printf("client: %s (%u.%u.%u), headers %d.%d\n", ucp_get_version_string(),
+           major, minor, release, UCP_API_MAJOR, UCP_API_MINOR);
+    return 0;
+}
+C
+# A sanitizer build's libraries need the same runtime in the client.
+build_cflags=$(sed -n 's/^CFLAGS = //p' "$BUILD_DIR/Makefile")
+cc -std=c11 -Wall -Werror $build_cflags $cflags "$work/client.c" -o "$work/client" $libs
+"$work/client"
+rm -rf "$prefix"
