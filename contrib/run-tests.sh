@@ -47,7 +47,7 @@ run_gtest() {
 make -C "$build/test/gtest" -s gtest >/dev/null || { echo "[$label] building gtest failed"; exit 1; }
 run_gtest gtest "$build/test/gtest/gtest"
 
-if grep -q '^HAVE_CUDA_TRUE = $' "$build/test/gtest/Makefile" 2>/dev/null; then
+if grep -q '^#define HAVE_CUDA 1' "$build/config.h" 2>/dev/null; then
     make -C "$build/test/gtest" -s gtest_cuda >/dev/null || { echo "[$label] building gtest_cuda failed"; exit 1; }
     if [ "${CUDASIM:-yes}" = no ]; then
         run_gtest gtest_cuda "$build/test/gtest/gtest_cuda"

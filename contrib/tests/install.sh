@@ -2,9 +2,13 @@
 # "make install" into a scratch prefix: the installed ucx_info runs, the
 # headers and pkg-config files let a client program build and run.
 set -euo pipefail
-prefix="$BUILD_DIR/test-install"
-rm -rf "$prefix"
-make -C "$BUILD_DIR" -s install prefix="$prefix" >/dev/null
+# DESTDIR keeps the configured prefix inside the staging tree (libtool
+# refuses to relink for another prefix).
+destdir="$BUILD_DIR/test-install"
+rm -rf "$destdir"
+make -C "$BUILD_DIR" -s install DESTDIR="$destdir" >/dev/null
+configured_prefix=$(sed -n 's/^prefix = //p' "$BUILD_DIR/Makefile")
+prefix="$destdir$configured_prefix"
 
 export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$prefix/bin/ucx_info" -v | grep -q 'Library version'
@@ -46,4 +50,4 @@ C
 build_cflags=$(sed -n 's/^CFLAGS = //p' "$BUILD_DIR/Makefile")
 cc -std=c11 -Wall -Werror $build_cflags $cflags "$work/client.c" -o "$work/client" $libs
 "$work/client"
-rm -rf "$prefix"
+rm -rf "$destdir"

@@ -87,7 +87,7 @@ static int ucs_module_foreach_dir(const char *framework, const char *name,
             snprintf(dir, sizeof(dir), "%s/src/%s", UCX_BUILD_DIR, framework);
             d = opendir(dir);
             while ((d != NULL) && ((ent = readdir(d)) != NULL)) {
-                if ((ent->d_name[0] == '.') ||
+                if ((ent->d_name[0] == '.') || (ent->d_type != DT_DIR) ||
                     (strlen(ent->d_name) > UCS_MODULE_NAME_MAX)) {
                     continue;
                 }
