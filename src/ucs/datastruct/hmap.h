@@ -50,7 +50,7 @@ typedef int (*ucs_hmap_equal_cb_t)(const ucs_hmap_elem_t *elem,
                                    const void *key, void *arg);
 
 /** The hash table. Fields are private; use the functions below. */
-typedef struct ucs_hmap {
+typedef struct {
     ucs_hmap_elem_t     **buckets;
     unsigned            bucket_bits; /* log2 of the number of buckets */
     size_t              count;
@@ -163,13 +163,15 @@ ucs_hmap_elem_t *ucs_hmap_iter_next(const ucs_hmap_t *hmap,
  */
 static inline uint64_t ucs_hash_u64(uint64_t x)
 {
-    /* Alternating xor-shift (folds high bits down) and odd multiply (spreads
-     * low bits up); three rounds reach full avalanche. */
-    x ^= x >> 31;
-    x *= 0x7fb5d329728ea185ull;
-    x ^= x >> 27;
-    x *= 0x81dadef4bc2dd44dull;
-    x ^= x >> 33;
+    /* An odd multiply only carries bits upward, so each one is preceded by
+     * an xor-shift that folds the high half down. The constants are random
+     * odd numbers with about half of their bits set; the test suite checks
+     * the avalanche property. */
+    x ^= x >> 32;
+    x *= 0xd1a6e55e9b9b1325ull;
+    x ^= x >> 29;
+    x *= 0xcf0c26ef4243ed53ull;
+    x ^= x >> 32;
     return x;
 }
 

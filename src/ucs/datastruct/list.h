@@ -206,6 +206,16 @@ static inline ucs_list_link_t *ucs_list_extract_head_link(ucs_list_link_t *head)
 #define ucs_list_extract_head_elem(_head, _type, _member) \
     ucs_list_elem(ucs_list_extract_head_link(_head), _type, _member)
 
+/*
+ * The iteration macros below stop when the cursor's link is the head. At
+ * that point the cursor is not a real element (it was computed from the
+ * head), so the stop test uses address arithmetic only and never accesses a
+ * member through the cursor.
+ */
+#define ucs_list_is_head_(_elem, _head, _member) \
+    (((char*)(_elem) + ucs_offsetof(__typeof__(*(_elem)), _member)) == \
+     (char*)(_head))
+
 /**
  * Iterate over the elements of @a _head from first to last, assigning each to
  * the pointer @a _elem. The body must not remove @a _elem (use
@@ -213,13 +223,13 @@ static inline ucs_list_link_t *ucs_list_extract_head_link(ucs_list_link_t *head)
  */
 #define ucs_list_for_each(_elem, _head, _member) \
     for (_elem = ucs_list_head_elem(_head, __typeof__(*(_elem)), _member); \
-         &(_elem)->_member != (_head); \
+         !ucs_list_is_head_(_elem, _head, _member); \
          _elem = ucs_list_next_elem(_elem, _member))
 
 /** Like ucs_list_for_each(), from last to first. */
 #define ucs_list_for_each_reverse(_elem, _head, _member) \
     for (_elem = ucs_list_tail_elem(_head, __typeof__(*(_elem)), _member); \
-         &(_elem)->_member != (_head); \
+         !ucs_list_is_head_(_elem, _head, _member); \
          _elem = ucs_list_prev_elem(_elem, _member))
 
 /**
@@ -228,10 +238,10 @@ static inline ucs_list_link_t *ucs_list_extract_head_link(ucs_list_link_t *head)
  * must not remove @a _tmp.
  */
 #define ucs_list_for_each_safe(_elem, _tmp, _head, _member) \
-    for (_elem = ucs_list_head_elem(_head, __typeof__(*(_elem)), _member), \
-         _tmp  = ucs_list_next_elem(_elem, _member); \
-         &(_elem)->_member != (_head); \
-         _elem = _tmp, _tmp = ucs_list_next_elem(_tmp, _member))
+    for (_elem = ucs_list_head_elem(_head, __typeof__(*(_elem)), _member); \
+         !ucs_list_is_head_(_elem, _head, _member) && \
+         ((_tmp = ucs_list_next_elem(_elem, _member)), 1); \
+         _elem = _tmp)
 
 END_C_DECLS
 
