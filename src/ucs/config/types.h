@@ -55,6 +55,29 @@ typedef enum {
     UCS_CONFIG_PRINT_COMMENT_DEFAULT = UCS_BIT(4)  /**< comment out lines at their default */
 } ucs_config_print_flags_t;
 
+/**
+ * A list of strings read from a comma-separated value ("a,b,c"). The
+ * configuration engine owns @a names and every string in it.
+ */
+typedef struct {
+    char     **names; /**< @a count strings */
+    unsigned count;   /**< number of strings */
+    unsigned pad;     /**< keeps the layout of upstream's array fields */
+} ucs_config_names_array_t;
+
+/** How an allow list ("all", "a,b" or "^a,b") selects names. */
+typedef enum {
+    UCS_CONFIG_ALLOW_LIST_ALLOW_ALL, /**< "all": every name is allowed */
+    UCS_CONFIG_ALLOW_LIST_ALLOW,     /**< only the listed names are allowed */
+    UCS_CONFIG_ALLOW_LIST_NEGATE     /**< every name except the listed ones */
+} ucs_config_allow_list_mode_t;
+
+/** Value of an allow-list option such as UCX_TLS. */
+typedef struct {
+    ucs_config_names_array_t     array; /**< listed names (empty for ALLOW_ALL) */
+    ucs_config_allow_list_mode_t mode;  /**< how to interpret @a array */
+} ucs_config_allow_list_t;
+
 END_C_DECLS
 
 #endif

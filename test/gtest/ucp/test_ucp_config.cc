@@ -1,0 +1,231 @@
+/*
+ * ucp_config_read/modify/print/release as documented in ucp.h.
+ */
+#include <ucp/api/ucp.h>
+#include <ucs/debug/log.h>
+
+#include "common/test_helpers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+class ucp_config : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        for (const char *var : {"UCX_CONFIG_FILE", "UCX_TLS", "UCX_MYAPP_TLS",
+                                "UCX_TSL"}) {
+            setenv(var, NULL);
+        }
+        m_saved_level = ucs_log_level;
+        m_log_path    = make_file("");
+        ASSERT_EQ(UCS_OK, ucs_log_set_file(m_log_path.c_str()));
+        ucs_log_set_level(UCS_LOG_LEVEL_WARN);
+        m_config = NULL;
+    }
+
+    void TearDown() override
+    {
+        ucp_config_release(m_config);
+        ucs_log_set_file("stderr");
+        ucs_log_set_level(m_saved_level);
+        while (!m_env.empty()) {
+            m_env.pop_back();
+        }
+        for (const std::string &path : m_files) {
+            unlink(path.c_str());
+        }
+    }
+
+    void setenv(const char *name, const char *value)
+    {
+        m_env.emplace_back(new ucx_test::scoped_setenv(name, value));
+    }
+
+    std::string make_file(const std::string &contents)
+    {
+        char path[] = "/tmp/ucx_test_ucp_config_XXXXXX";
+        int fd      = mkstemp(path);
+        EXPECT_GE(fd, 0);
+        EXPECT_EQ((ssize_t)contents.size(),
+                  write(fd, contents.data(), contents.size()));
+        close(fd);
+        m_files.push_back(path);
+        return path;
+    }
+
+    std::string log() const
+    {
+        std::ifstream in(m_log_path);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    }
+
+    ucs_status_t read(const char *env_prefix = NULL,
+                      const char *filename   = NULL)
+    {
+        ucp_config_release(m_config);
+        m_config = NULL;
+        return ucp_config_read(env_prefix, filename, &m_config);
+    }
+
+    std::string print(int flags = UCS_CONFIG_PRINT_CONFIG,
+                      const char *title = NULL) const
+    {
+        char *buf   = NULL;
+        size_t size = 0;
+        FILE *f     = open_memstream(&buf, &size);
+        ucp_config_print(m_config, f, title, (ucs_config_print_flags_t)flags);
+        fclose(f);
+        std::string text(buf, size);
+        free(buf);
+        return text;
+    }
+
+    static bool contains(const std::string &text, const std::string &what)
+    {
+        return text.find(what) != std::string::npos;
+    }
+
+    ucp_config_t *m_config;
+
+private:
+    std::vector<std::unique_ptr<ucx_test::scoped_setenv>> m_env;
+    std::vector<std::string>                              m_files;
+    std::string                                           m_log_path;
+    ucs_log_level_t                                       m_saved_level;
+};
+
+TEST_F(ucp_config, tls_defaults_to_all)
+{
+    ASSERT_EQ(UCS_OK, read());
+    EXPECT_EQ("UCX_TLS=all\n", print());
+}
+
+TEST_F(ucp_config, tls_comes_from_the_environment)
+{
+    setenv("UCX_TLS", "^tcp");
+    ASSERT_EQ(UCS_OK, read());
+    EXPECT_EQ("UCX_TLS=^tcp\n", print());
+}
+
+TEST_F(ucp_config, env_prefix_variable_wins_over_plain_variable)
+{
+    setenv("UCX_TLS", "tcp");
+    setenv("UCX_MYAPP_TLS", "shm,self");
+    ASSERT_EQ(UCS_OK, read("MYAPP"));
+    EXPECT_EQ("UCX_TLS=shm,self\n", print());
+
+    ASSERT_EQ(UCS_OK, read());
+    EXPECT_EQ("UCX_TLS=tcp\n", print());
+}
+
+TEST_F(ucp_config, named_file_is_read_before_the_environment)
+{
+    std::string file = make_file("# transports\nUCX_TLS=cuda_ipc\n");
+    ASSERT_EQ(UCS_OK, read(NULL, file.c_str()));
+    EXPECT_EQ("UCX_TLS=cuda_ipc\n", print());
+
+    setenv("UCX_TLS", "tcp");
+    ASSERT_EQ(UCS_OK, read(NULL, file.c_str()));
+    EXPECT_EQ("UCX_TLS=tcp\n", print());
+}
+
+TEST_F(ucp_config, UCX_CONFIG_FILE_is_the_default_file)
+{
+    std::string file = make_file("UCX_TLS=^cuda_ipc\n");
+    setenv("UCX_CONFIG_FILE", file.c_str());
+    ASSERT_EQ(UCS_OK, read());
+    EXPECT_EQ("UCX_TLS=^cuda_ipc\n", print());
+}
+
+TEST_F(ucp_config, bad_value_fails_the_read_naming_the_variable)
+{
+    setenv("UCX_TLS", "tcp,,shm");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, read());
+    EXPECT_EQ(nullptr, m_config);
+    EXPECT_TRUE(contains(log(), "UCX_TLS: invalid value 'tcp,,shm': expected "
+                                "all, a comma-separated list"))
+            << log();
+}
+
+TEST_F(ucp_config, malformed_file_fails_the_read_naming_the_line)
+{
+    std::string file = make_file("UCX_TLS=tcp\nTLS=tcp\n");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, read(NULL, file.c_str()));
+    EXPECT_TRUE(contains(log(), file + ":2: malformed line")) << log();
+    EXPECT_EQ(UCS_ERR_IO_ERROR, read(NULL, "/nonexistent/ucx.conf"));
+}
+
+TEST_F(ucp_config, unknown_key_in_named_file_is_warned_with_closest_name)
+{
+    std::string file = make_file("UCX_TSL=tcp\n");
+    ASSERT_EQ(UCS_OK, read(NULL, file.c_str()));
+    EXPECT_TRUE(contains(log(), file + ":1: UCX_TSL is not a known variable; "
+                                       "did you mean UCX_TLS?"))
+            << log();
+}
+
+TEST_F(ucp_config, null_config_pointer_is_invalid)
+{
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_config_read(NULL, NULL, NULL));
+}
+
+TEST_F(ucp_config, modify_changes_one_value)
+{
+    ASSERT_EQ(UCS_OK, read());
+    EXPECT_EQ(UCS_OK, ucp_config_modify(m_config, "TLS", "tcp,cuda_copy"));
+    EXPECT_EQ("UCX_TLS=tcp,cuda_copy\n", print());
+    EXPECT_EQ(UCS_OK, ucp_config_modify(m_config, "TLS", "all"));
+    EXPECT_EQ("UCX_TLS=all\n", print());
+}
+
+TEST_F(ucp_config, modify_of_unknown_name_is_no_elem)
+{
+    ASSERT_EQ(UCS_OK, read());
+    EXPECT_EQ(UCS_ERR_NO_ELEM, ucp_config_modify(m_config, "NO_SUCH", "1"));
+    EXPECT_EQ(UCS_ERR_NO_ELEM, ucp_config_modify(m_config, "UCX_TLS", "tcp"));
+    EXPECT_EQ(UCS_ERR_NO_ELEM, ucp_config_modify(m_config, "tls", "tcp"));
+}
+
+TEST_F(ucp_config, modify_with_bad_value_keeps_the_old_value)
+{
+    setenv("UCX_TLS", "shm");
+    ASSERT_EQ(UCS_OK, read());
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_config_modify(m_config, "TLS", "^"));
+    EXPECT_EQ("UCX_TLS=shm\n", print());
+    EXPECT_TRUE(contains(log(), "UCX_TLS: invalid value '^'")) << log();
+}
+
+TEST_F(ucp_config, print_shows_title_doc_and_commented_default)
+{
+    ASSERT_EQ(UCS_OK, read());
+    std::string text = print(UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HEADER |
+                                     UCS_CONFIG_PRINT_DOC |
+                                     UCS_CONFIG_PRINT_COMMENT_DEFAULT,
+                             "my title");
+    EXPECT_TRUE(contains(text, "# my title\n")) << text;
+    EXPECT_TRUE(contains(text, "# Transports a context may use")) << text;
+    EXPECT_TRUE(contains(text, "# syntax:  all, a comma-separated list"))
+            << text;
+    EXPECT_TRUE(contains(text, "\n# UCX_TLS=all\n")) << text;
+
+    EXPECT_TRUE(contains(print(UCS_CONFIG_PRINT_HEADER), "# UCP context\n"));
+    EXPECT_EQ(std::string::npos,
+              print(UCS_CONFIG_PRINT_HEADER).find("UCX_TLS"));
+}
+
+TEST_F(ucp_config, release_accepts_null)
+{
+    ucp_config_release(NULL);
+}
