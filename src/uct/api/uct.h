@@ -470,7 +470,10 @@ int uct_iface_is_reachable(const uct_iface_h iface, const uct_device_addr_t *dev
 ucs_status_t uct_iface_set_am_handler(uct_iface_h iface, uint8_t id,
                                       uct_am_callback_t cb, void *arg, uint32_t flags);
 
-/** Release a descriptor kept by an am handler that returned UCS_INPROGRESS. */
+/**
+ * Release a descriptor kept by an am handler that returned UCS_INPROGRESS.
+ * @a desc is the handler's data pointer minus the iface's rx_headroom.
+ */
 void uct_iface_release_desc(void *desc);
 
 /**

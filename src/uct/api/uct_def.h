@@ -79,7 +79,8 @@ typedef void (*uct_pending_purge_callback_t)(uct_pending_req_t *self, void *arg)
  * included for am_short: the 8-byte header comes first). The data is valid
  * only during the call unless UCT_CB_PARAM_FLAG_DESC is set and the handler
  * returns UCS_INPROGRESS, which keeps the descriptor until
- * uct_iface_release_desc(data).
+ * uct_iface_release_desc(data - rx_headroom) (the headroom requested in
+ * uct_iface_params_t, 0 when none was asked for).
  */
 typedef ucs_status_t (*uct_am_callback_t)(void *arg, void *data, size_t length,
                                           unsigned flags);

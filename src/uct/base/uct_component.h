@@ -92,6 +92,22 @@ void uct_tl_unregister(uct_component_t *component, uct_tl_t *tl);
 uct_tl_t *uct_component_find_tl(uct_component_t *component, const char *tl_name);
 
 /**
+ * Lock / unlock the registry (recursive). Hold it while walking a
+ * component's tl_list, since a module loaded by another thread may be adding
+ * to it.
+ */
+void uct_component_registry_lock(void);
+void uct_component_registry_unlock(void);
+
+/**
+ * A ready-made query_md_resources for components that offer exactly one md,
+ * named like the component (self, posix, tcp).
+ */
+ucs_status_t uct_component_query_single_md(uct_component_t *component,
+                                           uct_md_resource_desc_t **resources_p,
+                                           unsigned *num_resources_p);
+
+/**
  * Register a component and its config table when the defining library or
  * module loads, unregister on unload. At file scope, once per component.
  */

@@ -11,6 +11,8 @@
 #include <ucs/datastruct/queue.h>
 #include <ucs/debug/log.h>
 
+#include <string.h>
+
 BEGIN_C_DECLS
 
 typedef struct uct_am_handler {
@@ -28,6 +30,8 @@ typedef struct uct_base_iface {
     uct_error_handler_t err_handler;
     void                *err_handler_arg;
     ucs_list_link_t     worker_link; /**< in the worker's iface list (progress) */
+    char                tl_name[UCT_TL_NAME_MAX]; /**< from params, for messages */
+    size_t              rx_headroom; /**< params->rx_headroom, or 0 */
 } uct_base_iface_t;
 
 /** Transports embed this as the first member of their ep. */
@@ -35,9 +39,77 @@ typedef struct uct_base_ep {
     uct_ep_t super;
 } uct_base_ep_t;
 
+/** Bind a new ep to its iface (the inline dispatch reads ep->iface). */
+static inline void uct_base_ep_init(uct_base_ep_t *ep, uct_base_iface_t *iface)
+{
+    ep->super.iface = &iface->super;
+}
+
+/*
+ * Receive descriptors kept by an am handler.
+ *
+ * A handler that gets UCT_CB_PARAM_FLAG_DESC may return UCS_INPROGRESS and
+ * later call uct_iface_release_desc(desc) with desc = data - rx_headroom
+ * (data itself when the iface was opened without rx_headroom, the common
+ * case). The function is iface-agnostic, so the descriptor itself must say
+ * how it is released: a transport that passes FLAG_DESC stores, in the
+ * UCT_RECV_DESC_HDR_SIZE bytes right before desc, a pointer to a
+ * uct_recv_desc_t whose release function it owns. The layout of such a
+ * buffer is therefore:
+ *
+ *     [uct_recv_desc_t *][rx_headroom bytes, the user's][data ...]
+ *     ^ transport         ^ desc                          ^ data
+ *
+ * One uct_recv_desc_t per iface (or per pool) is enough; it is typically
+ * embedded in the iface and found back with ucs_container_of().
+ */
+typedef struct uct_recv_desc uct_recv_desc_t;
+
+/** Give back the buffer whose desc pointer (see above) is @a desc. */
+typedef void (*uct_recv_desc_release_func_t)(uct_recv_desc_t *self, void *desc);
+
+struct uct_recv_desc {
+    uct_recv_desc_release_func_t release;
+};
+
+/** Bytes a transport reserves in front of desc for the release pointer. */
+#define UCT_RECV_DESC_HDR_SIZE sizeof(uct_recv_desc_t*)
+
+/** Store @a rdesc in front of @a desc (no alignment needed). */
+static inline void uct_recv_desc_set(void *desc, uct_recv_desc_t *rdesc)
+{
+    memcpy((char*)desc - UCT_RECV_DESC_HDR_SIZE, &rdesc, sizeof(rdesc));
+}
+
+/** The uct_recv_desc_t stored in front of @a desc. */
+static inline uct_recv_desc_t *uct_recv_desc_get(const void *desc)
+{
+    uct_recv_desc_t *rdesc;
+
+    memcpy(&rdesc, (const char*)desc - UCT_RECV_DESC_HDR_SIZE, sizeof(rdesc));
+    return rdesc;
+}
+
+/*
+ * Scatter/gather helpers for zcopy operations. An iov element describes
+ * @a count blocks of @a length bytes, @a stride bytes apart (stride is
+ * ignored when count is 1; count 0 is treated as 1 so that callers that
+ * leave it zeroed still work).
+ */
+
+/** Total bytes of @a iov[0..iovcnt). */
+size_t uct_iov_total_length(const uct_iov_t *iov, size_t iovcnt);
+
+/** Copy the bytes described by @a iov into the contiguous @a dest. @return bytes. */
+size_t uct_iov_to_buffer(const uct_iov_t *iov, size_t iovcnt, void *dest);
+
+/** Copy the contiguous @a src into the buffers of @a iov. @return bytes. */
+size_t uct_iov_from_buffer(const uct_iov_t *iov, size_t iovcnt, const void *src);
+
 /**
  * Initialise the base: copy @a ops (entries left NULL become functions that
- * return UCS_ERR_UNSUPPORTED, so the inline dispatch never jumps to NULL),
+ * return UCS_ERR_UNSUPPORTED, so the inline dispatch never jumps to NULL;
+ * iface_close and iface_query are mandatory: UCS_ERR_INVALID_PARAM),
  * install the default am handler (drops the message with a warning naming
  * the id), record the error handler from @a params, and add the iface to
  * the worker's progress list.
@@ -47,8 +119,23 @@ ucs_status_t uct_base_iface_init(uct_base_iface_t *iface, const uct_iface_ops_t 
                                  const uct_iface_params_t *params,
                                  const uct_iface_config_t *config);
 
+/**
+ * Replace every NULL entry of @a ops by a stand-in: UCS_ERR_UNSUPPORTED for
+ * calls that return a status, nothing / 0 for the others (pending_purge,
+ * ep_destroy, iface_progress, iface_is_reachable). uct_base_iface_init()
+ * calls it; transports that build an ops table at run time may too.
+ */
+void uct_iface_ops_fill_stubs(uct_iface_ops_t *ops);
+
 /** Undo uct_base_iface_init() (removes the iface from the worker). */
 void uct_base_iface_cleanup(uct_base_iface_t *iface);
+
+/**
+ * Start an iface query: zero @a attr and fill what every iface shares
+ * (max_num_eps unlimited, priority 0). The transport then sets its
+ * capabilities and performance model.
+ */
+void uct_base_iface_query(uct_base_iface_t *iface, uct_iface_attr_t *attr);
 
 /** Deliver a received active message to the handler of @a id. */
 static inline ucs_status_t uct_iface_invoke_am(uct_base_iface_t *iface, uint8_t id,

@@ -29,10 +29,11 @@ typedef struct uct_md_ops {
                               uct_md_mem_attr_t *mem_attr);
 } uct_md_ops_t;
 
-struct uct_md {
+/** Base of every md (transports embed it first). */
+typedef struct uct_md {
     const uct_md_ops_t *ops;
     uct_component_t    *component;
-};
+} uct_md_t;
 
 /** Options every md has (component tables extend it). */
 struct uct_md_config {
