@@ -1,0 +1,121 @@
+/**
+ * @file tcp_iface.h
+ * The tcp iface: one listening socket on one device's IPv4 address, an
+ * epoll set over every socket of the iface, and the lists of its endpoints
+ * (connections it opened, used to send) and receive connections (accepted
+ * from peers, used to receive).
+ *
+ * Each direction between two ifaces is its own TCP connection: an ep writes
+ * frames and never reads data; the peer's iface accepts the connection and
+ * only reads. This keeps connection set-up free of races between two sides
+ * connecting at once, and gives each socket one job. A peer's failure shows
+ * up on the ep's socket as end of stream or a reset.
+ *
+ * Progress (uct_iface_progress / uct_worker_progress) polls the epoll set
+ * without blocking and handles what is ready: accepts, received frames,
+ * connection completion, writability for queued data and pending requests.
+ * The epoll descriptor is the iface's event fd for blocking waits.
+ *
+ * Capabilities: active messages (short, bcopy, zcopy), pending queue,
+ * peer-failure handling, connect-to-iface, event fd. Put and get are not
+ * offered: over a byte stream they would be active messages handled by the
+ * peer's progress anyway, which is how ucp's protocols use this transport.
+ *
+ * Thread safety: none; calls on an iface and its eps are serialised by the
+ * caller.
+ */
+#ifndef UCT_TCP_IFACE_H_
+#define UCT_TCP_IFACE_H_
+
+#include "tcp_sock.h"
+
+#include <uct/base/uct_iface.h>
+#include <ucs/datastruct/list.h>
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+BEGIN_C_DECLS
+
+/** Largest header of am_zcopy (user header bytes in front of the iov data). */
+#define UCT_TCP_MAX_ZCOPY_HDR   256
+
+/** Largest number of iov elements (blocks, counting uct_iov_t::count) of am_zcopy. */
+#define UCT_TCP_MAX_ZCOPY_IOV   16
+
+/** Largest am_short (8-byte header + payload): beyond, am_bcopy costs the same. */
+#define UCT_TCP_MAX_SHORT       8192
+
+/** Events handled per epoll_wait() in one progress call. */
+#define UCT_TCP_MAX_EVENTS      16
+
+/** What a socket watched by the iface's epoll set is. */
+typedef enum {
+    UCT_TCP_WATCH_LISTENER, /**< the listening socket: accept */
+    UCT_TCP_WATCH_EP,       /**< an ep's socket (uct_tcp_ep_t) */
+    UCT_TCP_WATCH_RX        /**< an accepted socket (uct_tcp_rx_conn_t) */
+} uct_tcp_watch_kind_t;
+
+/**
+ * A socket in the iface's epoll set. Embedded in its owner; the epoll data
+ * points here and @a kind says which container_of() to take.
+ */
+typedef struct uct_tcp_watch {
+    int                  fd;     /**< -1 when closed */
+    uint32_t             events; /**< EPOLL* interest now registered */
+    uct_tcp_watch_kind_t kind;
+} uct_tcp_watch_t;
+
+/** Options of the tcp transport (UCX_TCP_*). */
+typedef struct uct_tcp_iface_config {
+    uct_iface_config_t super;      /**< super.max_bcopy is UCX_TCP_SEG_SIZE */
+    char               *port_range; /**< "0", "<port>" or "<first>-<last>" */
+    size_t             sndbuf;     /**< UCS_MEMUNITS_AUTO: kernel default */
+    size_t             rcvbuf;     /**< UCS_MEMUNITS_AUTO: kernel default */
+    int                nodelay;
+    size_t             max_zcopy;
+} uct_tcp_iface_config_t;
+
+typedef struct uct_tcp_iface {
+    uct_base_iface_t    super;
+    char                dev_name[UCT_DEVICE_NAME_MAX];
+    struct sockaddr_in  addr;        /**< device address and listening port */
+    int                 epfd;        /**< epoll set; also the event fd */
+    uct_tcp_watch_t     listener;
+    uct_tcp_sock_opts_t sock_opts;
+    size_t              seg_size;    /**< am_bcopy payload limit, tx buffer */
+    size_t              max_short;   /**< am_short limit, 8-byte header included */
+    size_t              max_zcopy;
+    double              bandwidth;   /**< bytes/second for iface_query */
+    uct_recv_desc_t     release_desc; /**< frees kept large-frame descriptors */
+    ucs_list_link_t     eps;         /**< uct_tcp_ep_t::list */
+    ucs_list_link_t     rx_conns;    /**< uct_tcp_rx_conn_t::list */
+    ucs_list_link_t     failed_eps;  /**< eps whose failure is not reported yet */
+    /** Bumped whenever an ep or receive connection is destroyed, so that
+     *  progress notices that events it already fetched may be stale. */
+    unsigned            destroy_gen;
+    /** The ep whose pending queue is being dispatched: its queued requests
+     *  may send although the queue is not empty. */
+    struct uct_tcp_ep   *dispatching_ep;
+} uct_tcp_iface_t;
+
+/** Start watching @a watch->fd for @a events. @return UCS_OK or UCS_ERR_IO_ERROR. */
+ucs_status_t uct_tcp_iface_watch_add(uct_tcp_iface_t *iface, uct_tcp_watch_t *watch,
+                                     uint32_t events);
+
+/** Change the events of a watched socket (no system call when unchanged). */
+ucs_status_t uct_tcp_iface_watch_set(uct_tcp_iface_t *iface, uct_tcp_watch_t *watch,
+                                     uint32_t events);
+
+/** Stop watching and close the socket; @a watch->fd becomes -1. Idempotent. */
+void uct_tcp_iface_watch_close(uct_tcp_iface_t *iface, uct_tcp_watch_t *watch);
+
+/** The iface of a uct_iface_h. */
+static inline uct_tcp_iface_t *uct_tcp_iface(uct_iface_h tl_iface)
+{
+    return ucs_container_of(tl_iface, uct_tcp_iface_t, super.super);
+}
+
+END_C_DECLS
+
+#endif

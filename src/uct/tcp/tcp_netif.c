@@ -1,0 +1,170 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "tcp_netif.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/sys.h>
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+
+/* An entry names a usable device when it is an IPv4 address of an interface
+ * that is up. IFF_RUNNING is not required: a cable may come back, and a
+ * veth whose peer is down still accepts a listener. */
+static int uct_tcp_netif_usable(const struct ifaddrs *ifa)
+{
+    return (ifa->ifa_addr != NULL) && (ifa->ifa_addr->sa_family == AF_INET) &&
+           (ifa->ifa_flags & IFF_UP) && (ifa->ifa_name != NULL) &&
+           (strlen(ifa->ifa_name) < UCT_DEVICE_NAME_MAX);
+}
+
+static ucs_status_t uct_tcp_netif_getifaddrs(struct ifaddrs **ifaddrs_p)
+{
+    int err;
+
+    if (getifaddrs(ifaddrs_p) < 0) {
+        err = errno;
+        ucs_error("tcp: getifaddrs() failed: %s", strerror(err));
+        return (err == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t uct_tcp_netif_list(uct_tcp_netif_name_t **names_p, unsigned *count_p)
+{
+    uct_tcp_netif_name_t *names = NULL, *tmp;
+    struct ifaddrs *ifaddrs, *ifa;
+    unsigned count = 0, i;
+    ucs_status_t status;
+
+    status = uct_tcp_netif_getifaddrs(&ifaddrs);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
+        if (!uct_tcp_netif_usable(ifa)) {
+            continue;
+        }
+
+        /* An interface with several IPv4 addresses is one device. */
+        for (i = 0; i < count; ++i) {
+            if (!strcmp(names[i].name, ifa->ifa_name)) {
+                break;
+            }
+        }
+        if (i < count) {
+            continue;
+        }
+
+        tmp = realloc(names, (count + 1) * sizeof(*names));
+        if (tmp == NULL) {
+            status = UCS_ERR_NO_MEMORY;
+            goto err_free;
+        }
+        names = tmp;
+        snprintf(names[count].name, sizeof(names[count].name), "%s", ifa->ifa_name);
+        ++count;
+    }
+
+    freeifaddrs(ifaddrs);
+    *names_p = names;
+    *count_p = count;
+    return UCS_OK;
+
+err_free:
+    free(names);
+    freeifaddrs(ifaddrs);
+    return status;
+}
+
+ucs_status_t uct_tcp_netif_inaddr(const char *name, struct sockaddr_in *addr_p)
+{
+    struct ifaddrs *ifaddrs, *ifa;
+    ucs_status_t status;
+
+    status = uct_tcp_netif_getifaddrs(&ifaddrs);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = UCS_ERR_NO_DEVICE;
+    for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
+        if (uct_tcp_netif_usable(ifa) && !strcmp(ifa->ifa_name, name)) {
+            memcpy(addr_p, ifa->ifa_addr, sizeof(*addr_p));
+            addr_p->sin_port = 0;
+            status           = UCS_OK;
+            break;
+        }
+    }
+
+    freeifaddrs(ifaddrs);
+    return status;
+}
+
+double uct_tcp_netif_bandwidth(const char *name)
+{
+    char path[128];
+    long mbps = -1;
+    FILE *f;
+
+    if (strchr(name, '/') != NULL) {
+        return 0;
+    }
+
+    snprintf(path, sizeof(path), "/sys/class/net/%s/speed", name);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    /* Reading fails with EINVAL on devices without a speed; -1 means the
+     * same for a link that is down. */
+    if (fscanf(f, "%ld", &mbps) != 1) {
+        mbps = -1;
+    }
+    fclose(f);
+
+    return (mbps > 0) ? (mbps * 1e6 / 8.0) : 0;
+}
+
+/* FNV-1a: a stable, dependency-free 64-bit hash; collisions between two
+ * machines only matter if both also use the same loopback port. */
+static uint64_t uct_tcp_netif_hash(uint64_t hash, const void *data, size_t length)
+{
+    const uint8_t *p = data;
+    size_t i;
+
+    for (i = 0; i < length; ++i) {
+        hash ^= p[i];
+        hash *= 0x100000001b3ull;
+    }
+    return hash;
+}
+
+uint64_t uct_tcp_netif_loopback_id(void)
+{
+    uint64_t hash = 0xcbf29ce484222325ull;
+    uint8_t boot_id[16];
+    struct stat st;
+    uint64_t ino;
+
+    if (ucs_sys_get_boot_id(boot_id) == UCS_OK) {
+        hash = uct_tcp_netif_hash(hash, boot_id, sizeof(boot_id));
+    } else {
+        /* Without a boot id, fall back to the host name: weaker, but two
+         * hosts rarely share both a name and a namespace inode. */
+        hash = uct_tcp_netif_hash(hash, ucs_sys_get_host_name(),
+                                  strlen(ucs_sys_get_host_name()));
+    }
+
+    ino = (stat("/proc/self/ns/net", &st) == 0) ? (uint64_t)st.st_ino : 0;
+    return uct_tcp_netif_hash(hash, &ino, sizeof(ino));
+}

@@ -1,0 +1,276 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "tcp_rx.h"
+#include "tcp_conn.h"
+#include "tcp_wire.h"
+
+#include <ucs/debug/log.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+
+ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
+                                    const struct sockaddr_in *peer)
+{
+    uct_tcp_rx_conn_t *conn;
+    char str[64];
+    ucs_status_t status;
+
+    conn = calloc(1, sizeof(*conn));
+    if (conn == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_close_fd;
+    }
+
+    /* One segment of the largest bcopy frame; larger frames get their own
+     * buffer. The hello fits in any capacity (it is smaller than a frame
+     * header plus a minimal segment). */
+    conn->capacity = sizeof(uct_tcp_frame_hdr_t) + uct_tcp_frame_padded(iface->seg_size);
+    conn->buf      = malloc(conn->capacity);
+    if (conn->buf == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_free_conn;
+    }
+
+    conn->watch.fd   = fd;
+    conn->watch.kind = UCT_TCP_WATCH_RX;
+    conn->iface      = iface;
+    conn->peer       = *peer;
+
+    status = uct_tcp_iface_watch_add(iface, &conn->watch, EPOLLIN);
+    if (status != UCS_OK) {
+        goto err_free_buf;
+    }
+
+    ucs_list_add_tail(&iface->rx_conns, &conn->list);
+    ucs_debug("tcp iface %p: accepted connection %p from %s", (void*)iface,
+              (void*)conn, uct_tcp_sockaddr_str(peer, str, sizeof(str)));
+    return UCS_OK;
+
+err_free_buf:
+    free(conn->buf);
+err_free_conn:
+    free(conn);
+err_close_fd:
+    close(fd);
+    return status;
+}
+
+void uct_tcp_rx_conn_destroy(uct_tcp_rx_conn_t *conn)
+{
+    uct_tcp_iface_t *iface = conn->iface;
+
+    uct_tcp_iface_watch_close(iface, &conn->watch);
+    ucs_list_del(&conn->list);
+    free(conn->large.mem);
+    free(conn->buf);
+    free(conn);
+    ++iface->destroy_gen;
+}
+
+/* End of a connection from the receive side: the peer closed it (its ep was
+ * destroyed or its process is gone) or it broke. Losing half a frame is only
+ * worth a debug line: the peer's own ep has already told its user. */
+static void uct_tcp_rx_conn_close(uct_tcp_rx_conn_t *conn, ucs_status_t status)
+{
+    char str[64];
+
+    ucs_debug("tcp iface %p: connection %p from %s closed (%s)%s", (void*)conn->iface,
+              (void*)conn, uct_tcp_sockaddr_str(&conn->peer, str, sizeof(str)),
+              ucs_status_string(status),
+              ((conn->tail > conn->head) || (conn->large.mem != NULL)) ?
+              ", a partly received message is dropped" : "");
+    uct_tcp_rx_conn_destroy(conn);
+}
+
+void uct_tcp_rx_desc_release(uct_recv_desc_t *self, void *desc)
+{
+    free((char*)desc - UCT_RECV_DESC_HDR_SIZE);
+}
+
+/* Allocation for a large frame: [release pointer][rx headroom][payload], the
+ * layout uct_iface_release_desc() expects. */
+static ucs_status_t uct_tcp_rx_large_start(uct_tcp_rx_conn_t *conn, uint8_t am_id,
+                                           size_t length)
+{
+    size_t headroom = conn->iface->super.rx_headroom;
+    size_t wire_len = uct_tcp_frame_padded(length);
+    uint8_t *desc;
+
+    conn->large.mem = malloc(UCT_RECV_DESC_HDR_SIZE + headroom + wire_len);
+    if (conn->large.mem == NULL) {
+        ucs_error("tcp: no memory for a %zu-byte message", length);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    desc = (uint8_t*)conn->large.mem + UCT_RECV_DESC_HDR_SIZE;
+    uct_recv_desc_set(desc, &conn->iface->release_desc);
+    conn->large.data     = desc + headroom;
+    conn->large.length   = length;
+    conn->large.wire_len = wire_len;
+    conn->large.filled   = 0;
+    conn->large.am_id    = am_id;
+    return UCS_OK;
+}
+
+/* The large frame is complete: hand it over as a descriptor the handler may
+ * keep. */
+static void uct_tcp_rx_large_deliver(uct_tcp_rx_conn_t *conn)
+{
+    void *mem = conn->large.mem;
+    ucs_status_t status;
+
+    conn->large.mem = NULL;
+    status = uct_iface_invoke_am(&conn->iface->super, conn->large.am_id,
+                                 conn->large.data, conn->large.length,
+                                 UCT_CB_PARAM_FLAG_DESC);
+    if (status != UCS_INPROGRESS) {
+        free(mem);
+    }
+}
+
+/*
+ * Deliver every complete frame in [head, tail). A frame that cannot fit in
+ * the buffer moves to the large-frame path with what has arrived of it.
+ * @return messages delivered, or a negative status for a malformed frame.
+ */
+static ssize_t uct_tcp_rx_conn_dispatch(uct_tcp_rx_conn_t *conn)
+{
+    uct_tcp_frame_hdr_t hdr;
+    size_t avail, length, frame_len;
+    ssize_t count = 0;
+    ucs_status_t status;
+
+    while ((avail = conn->tail - conn->head) >= sizeof(hdr)) {
+        memcpy(&hdr, conn->buf + conn->head, sizeof(hdr));
+        length = uct_tcp_frame_hdr_length(&hdr);
+        if ((hdr.am_id >= UCT_AM_ID_MAX) || (length > UCT_TCP_MAX_FRAME_LEN)) {
+            ucs_error("tcp: malformed frame from a peer (am id %u, length %zu): "
+                      "closing the connection", hdr.am_id, length);
+            return UCS_ERR_IO_ERROR;
+        }
+
+        frame_len = sizeof(hdr) + uct_tcp_frame_padded(length);
+        if (frame_len <= avail) {
+            uct_iface_invoke_am(&conn->iface->super, hdr.am_id,
+                                conn->buf + conn->head + sizeof(hdr), length, 0);
+            conn->head += frame_len;
+            ++count;
+        } else if (frame_len > conn->capacity) {
+            status = uct_tcp_rx_large_start(conn, hdr.am_id, length);
+            if (status != UCS_OK) {
+                return status;
+            }
+            /* Everything after the header belongs to this frame. */
+            conn->large.filled = avail - sizeof(hdr);
+            memcpy(conn->large.data, conn->buf + conn->head + sizeof(hdr),
+                   conn->large.filled);
+            conn->head = conn->tail;
+            break;
+        } else {
+            break; /* the rest of it is still on its way */
+        }
+    }
+
+    return count;
+}
+
+/* Read more of the large frame, straight into its buffer. */
+static unsigned uct_tcp_rx_conn_progress_large(uct_tcp_rx_conn_t *conn)
+{
+    ucs_status_t status;
+    size_t recvd;
+
+    status = uct_tcp_sock_recv(conn->watch.fd, conn->large.data + conn->large.filled,
+                               conn->large.wire_len - conn->large.filled, &recvd);
+    if (status != UCS_OK) {
+        uct_tcp_rx_conn_close(conn, status);
+        return 0;
+    }
+
+    conn->large.filled += recvd;
+    if (conn->large.filled < conn->large.wire_len) {
+        return 0;
+    }
+
+    uct_tcp_rx_large_deliver(conn);
+    return 1;
+}
+
+/* The hello opens every connection (tcp_conn.h); until it has been checked,
+ * nothing reaches a handler. */
+static ucs_status_t uct_tcp_rx_conn_check_hello(uct_tcp_rx_conn_t *conn)
+{
+    struct sockaddr_in peer;
+    char str[64];
+
+    if (conn->tail - conn->head < sizeof(uct_tcp_hello_t)) {
+        return UCS_INPROGRESS;
+    }
+
+    if (uct_tcp_conn_hello_unpack(conn->buf + conn->head, &peer) != UCS_OK) {
+        ucs_diag("tcp iface %p: connection from %s is not a tcp transport peer "
+                 "(bad hello): closing it", (void*)conn->iface,
+                 uct_tcp_sockaddr_str(&conn->peer, str, sizeof(str)));
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    conn->peer        = peer;
+    conn->head       += sizeof(uct_tcp_hello_t);
+    conn->hello_done  = 1;
+    ucs_debug("tcp iface %p: connection %p is from iface %s", (void*)conn->iface,
+              (void*)conn, uct_tcp_sockaddr_str(&peer, str, sizeof(str)));
+    return UCS_OK;
+}
+
+unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn)
+{
+    ucs_status_t status;
+    ssize_t count;
+    size_t recvd;
+
+    if (conn->large.mem != NULL) {
+        return uct_tcp_rx_conn_progress_large(conn);
+    }
+
+    status = uct_tcp_sock_recv(conn->watch.fd, conn->buf + conn->tail,
+                               conn->capacity - conn->tail, &recvd);
+    if (status != UCS_OK) {
+        uct_tcp_rx_conn_close(conn, status);
+        return 0;
+    }
+
+    conn->tail += recvd;
+    if (!conn->hello_done) {
+        status = uct_tcp_rx_conn_check_hello(conn);
+        if (status == UCS_INPROGRESS) {
+            return 0;
+        } else if (status != UCS_OK) {
+            uct_tcp_rx_conn_close(conn, status);
+            return 0;
+        }
+    }
+
+    count = uct_tcp_rx_conn_dispatch(conn);
+    if (count < 0) {
+        uct_tcp_rx_conn_close(conn, (ucs_status_t)count);
+        return 0;
+    }
+
+    /* Keep the partial frame at the start, so that the buffer always has
+     * room for a whole segment (and payloads stay aligned). */
+    if (conn->head == conn->tail) {
+        conn->head = conn->tail = 0;
+    } else if (conn->head > 0) {
+        memmove(conn->buf, conn->buf + conn->head, conn->tail - conn->head);
+        conn->tail -= conn->head;
+        conn->head  = 0;
+    }
+
+    return (unsigned)count;
+}

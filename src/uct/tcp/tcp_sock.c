@@ -1,0 +1,308 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "tcp_sock.h"
+
+#include <ucs/debug/log.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+
+ucs_status_t uct_tcp_sock_errno_status(int err)
+{
+    switch (err) {
+    case ETIMEDOUT:
+    case EHOSTUNREACH:
+    case EHOSTDOWN:
+    case ENETUNREACH:
+    case ENETDOWN:
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    case ECONNRESET:
+    case ECONNREFUSED:
+    case ECONNABORTED:
+    case EPIPE:
+    case ENOTCONN:
+        return UCS_ERR_CONNECTION_RESET;
+    case ENOMEM:
+    case ENOBUFS:
+        return UCS_ERR_NO_MEMORY;
+    default:
+        return UCS_ERR_IO_ERROR;
+    }
+}
+
+const char *uct_tcp_sockaddr_str(const struct sockaddr_in *addr, char *buf,
+                                 size_t max)
+{
+    char ip[INET_ADDRSTRLEN];
+
+    if (inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip)) == NULL) {
+        snprintf(ip, sizeof(ip), "?");
+    }
+    snprintf(buf, max, "%s:%u", ip, (unsigned)ntohs(addr->sin_port));
+    return buf;
+}
+
+/* Buffer sizes are only set when configured: a fixed SO_SNDBUF turns off the
+ * kernel's auto-tuning, which is usually the better choice. Failures are
+ * reported but not fatal, since the socket still works with the defaults. */
+static void uct_tcp_sock_apply_opts(int fd, const uct_tcp_sock_opts_t *opts,
+                                    int is_listener)
+{
+    int value;
+
+    if (opts->sndbuf != 0) {
+        value = (opts->sndbuf > INT32_MAX) ? INT32_MAX : (int)opts->sndbuf;
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, sizeof(value)) < 0) {
+            ucs_warn("tcp: setsockopt(SO_SNDBUF=%d) failed: %s", value,
+                     strerror(errno));
+        }
+    }
+    if (opts->rcvbuf != 0) {
+        value = (opts->rcvbuf > INT32_MAX) ? INT32_MAX : (int)opts->rcvbuf;
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof(value)) < 0) {
+            ucs_warn("tcp: setsockopt(SO_RCVBUF=%d) failed: %s", value,
+                     strerror(errno));
+        }
+    }
+    if (!is_listener) {
+        value = !!opts->nodelay;
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &value, sizeof(value)) < 0) {
+            ucs_warn("tcp: setsockopt(TCP_NODELAY=%d) failed: %s", value,
+                     strerror(errno));
+        }
+    }
+}
+
+static ucs_status_t uct_tcp_sock_create(int *fd_p)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int err;
+
+    if (fd < 0) {
+        err = errno;
+        ucs_error("tcp: socket(AF_INET, SOCK_STREAM) failed: %s", strerror(err));
+        return uct_tcp_sock_errno_status(err);
+    }
+    *fd_p = fd;
+    return UCS_OK;
+}
+
+ucs_status_t uct_tcp_sock_listen(const struct sockaddr_in *addr, unsigned port_min,
+                                 unsigned port_max, const uct_tcp_sock_opts_t *opts,
+                                 int *fd_p, uint16_t *port_p)
+{
+    struct sockaddr_in bind_addr = *addr;
+    socklen_t addrlen            = sizeof(bind_addr);
+    char str[64];
+    ucs_status_t status;
+    unsigned port;
+    int fd, err;
+
+    status = uct_tcp_sock_create(&fd);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* Buffer sizes set on the listener are inherited by accepted sockets,
+     * and must be set before listen() to affect the TCP window scale. */
+    uct_tcp_sock_apply_opts(fd, opts, 1);
+
+    for (port = port_min;; ++port) {
+        bind_addr.sin_port = htons((uint16_t)port);
+        if (bind(fd, (struct sockaddr*)&bind_addr, sizeof(bind_addr)) == 0) {
+            break;
+        }
+        err = errno;
+        if ((err != EADDRINUSE) || (port >= port_max)) {
+            ucs_error("tcp: bind(%s) failed: %s",
+                      uct_tcp_sockaddr_str(&bind_addr, str, sizeof(str)),
+                      strerror(err));
+            status = (err == EADDRINUSE) ? UCS_ERR_BUSY :
+                                           uct_tcp_sock_errno_status(err);
+            goto err_close;
+        }
+    }
+
+    if (listen(fd, SOMAXCONN) < 0) {
+        err = errno;
+        ucs_error("tcp: listen(%s) failed: %s",
+                  uct_tcp_sockaddr_str(&bind_addr, str, sizeof(str)), strerror(err));
+        status = uct_tcp_sock_errno_status(err);
+        goto err_close;
+    }
+
+    if (getsockname(fd, (struct sockaddr*)&bind_addr, &addrlen) < 0) {
+        err = errno;
+        ucs_error("tcp: getsockname() failed: %s", strerror(err));
+        status = uct_tcp_sock_errno_status(err);
+        goto err_close;
+    }
+
+    *fd_p   = fd;
+    *port_p = ntohs(bind_addr.sin_port);
+    return UCS_OK;
+
+err_close:
+    close(fd);
+    return status;
+}
+
+ucs_status_t uct_tcp_sock_accept(int listen_fd, const uct_tcp_sock_opts_t *opts,
+                                 int *fd_p, struct sockaddr_in *peer_p)
+{
+    socklen_t addrlen = sizeof(*peer_p);
+    uct_tcp_sock_opts_t accepted_opts;
+    int fd, err;
+
+    fd = accept4(listen_fd, (struct sockaddr*)peer_p, &addrlen,
+                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+        err = errno;
+        switch (err) {
+        case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+        case EWOULDBLOCK:
+#endif
+            return UCS_ERR_NO_RESOURCE;
+        case EINTR:
+        case ECONNABORTED:
+        case EPROTO:
+            /* The listener is fine, that connection went away. */
+            ucs_debug("tcp: accept() on fd %d: %s", listen_fd, strerror(err));
+            return UCS_ERR_BUSY;
+        case EMFILE:
+        case ENFILE:
+        case ENOBUFS:
+        case ENOMEM:
+            /* The connection stays in the backlog until we have room. */
+            ucs_warn_once("tcp: accept() on fd %d: %s; peers wait until "
+                          "descriptors are free", listen_fd, strerror(err));
+            return UCS_ERR_NO_MEMORY;
+        default:
+            ucs_error("tcp: accept() on fd %d failed: %s", listen_fd, strerror(err));
+            return uct_tcp_sock_errno_status(err);
+        }
+    }
+
+    /* Buffer sizes come from the listener; TCP_NODELAY is set here so that
+     * the (rare) writes on this socket are not delayed either. */
+    accepted_opts        = *opts;
+    accepted_opts.sndbuf = 0;
+    accepted_opts.rcvbuf = 0;
+    uct_tcp_sock_apply_opts(fd, &accepted_opts, 0);
+
+    *fd_p = fd;
+    return UCS_OK;
+}
+
+ucs_status_t uct_tcp_sock_connect(const struct sockaddr_in *local,
+                                  const struct sockaddr_in *peer,
+                                  const uct_tcp_sock_opts_t *opts, int *fd_p,
+                                  int *errno_p)
+{
+    struct sockaddr_in bind_addr = *local;
+    char str[64];
+    ucs_status_t status;
+    int fd, err;
+
+    status = uct_tcp_sock_create(&fd);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    uct_tcp_sock_apply_opts(fd, opts, 0);
+
+    bind_addr.sin_port = 0;
+    if (bind(fd, (struct sockaddr*)&bind_addr, sizeof(bind_addr)) < 0) {
+        err = errno;
+        ucs_error("tcp: bind(%s) before connect failed: %s",
+                  uct_tcp_sockaddr_str(&bind_addr, str, sizeof(str)), strerror(err));
+        close(fd);
+        return uct_tcp_sock_errno_status(err);
+    }
+
+    *errno_p = 0;
+    if ((connect(fd, (const struct sockaddr*)peer, sizeof(*peer)) < 0) &&
+        (errno != EINPROGRESS)) {
+        *errno_p = errno;
+        ucs_debug("tcp: connect(%s) failed at once: %s",
+                  uct_tcp_sockaddr_str(peer, str, sizeof(str)), strerror(*errno_p));
+    }
+
+    *fd_p = fd;
+    return UCS_OK;
+}
+
+int uct_tcp_sock_pending_errno(int fd)
+{
+    socklen_t len = sizeof(int);
+    int err       = 0;
+
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) {
+        return errno;
+    }
+    return err;
+}
+
+ucs_status_t uct_tcp_sock_sendv(int fd, const struct iovec *iov, size_t iovcnt,
+                                size_t *sent_p)
+{
+    struct msghdr msg;
+    ssize_t ret;
+    int err;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov    = (struct iovec*)iov;
+    msg.msg_iovlen = iovcnt;
+
+    do {
+        ret = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while ((ret < 0) && (errno == EINTR));
+
+    if (ucs_likely(ret >= 0)) {
+        *sent_p = (size_t)ret;
+        return UCS_OK;
+    }
+
+    err     = errno;
+    *sent_p = 0;
+    if ((err == EAGAIN) || (err == EWOULDBLOCK)) {
+        return UCS_OK;
+    }
+    ucs_debug("tcp: sendmsg(fd %d) failed: %s", fd, strerror(err));
+    return uct_tcp_sock_errno_status(err);
+}
+
+ucs_status_t uct_tcp_sock_recv(int fd, void *buf, size_t length, size_t *recvd_p)
+{
+    ssize_t ret;
+    int err;
+
+    do {
+        ret = recv(fd, buf, length, MSG_DONTWAIT);
+    } while ((ret < 0) && (errno == EINTR));
+
+    if (ucs_likely(ret > 0)) {
+        *recvd_p = (size_t)ret;
+        return UCS_OK;
+    }
+
+    *recvd_p = 0;
+    if (ret == 0) {
+        return (length == 0) ? UCS_OK : UCS_ERR_CONNECTION_RESET;
+    }
+    err = errno;
+    if ((err == EAGAIN) || (err == EWOULDBLOCK)) {
+        return UCS_OK;
+    }
+    ucs_debug("tcp: recv(fd %d) failed: %s", fd, strerror(err));
+    return uct_tcp_sock_errno_status(err);
+}

@@ -1,0 +1,148 @@
+/**
+ * @file tcp_wire.h
+ * Everything the tcp transport puts on the wire or into an address blob:
+ * the device and iface addresses, the connection hello and the frame header
+ * of an active message. Blobs come from other processes (and, for ucp, from
+ * other machines), so every reader here validates before it trusts a byte.
+ *
+ * Multi-byte fields are little-endian on the wire; the helpers below convert,
+ * so that two hosts of different byte order still understand each other.
+ */
+#ifndef UCT_TCP_WIRE_H_
+#define UCT_TCP_WIRE_H_
+
+#include <ucs/sys/compiler_def.h>
+#include <ucs/type/status.h>
+
+#include <endian.h>
+#include <netinet/in.h>
+#include <stdint.h>
+
+BEGIN_C_DECLS
+
+/** Version of every address and hello layout below; bumped on any change. */
+#define UCT_TCP_WIRE_VERSION       1
+
+/** Family tag of a device address (not AF_*: those differ between OSes). */
+#define UCT_TCP_ADDR_FAMILY_INET4  4
+
+/** "UCTT" in ASCII, first word of every connection. */
+#define UCT_TCP_HELLO_MAGIC        0x54544355u
+
+/**
+ * Largest frame payload a receiver accepts. A frame is allocated whole on
+ * the receive side, so a corrupt or hostile length must not become a huge
+ * allocation; senders clamp their limits to this.
+ */
+#define UCT_TCP_MAX_FRAME_LEN      (256ul * 1024 * 1024)
+
+
+/**
+ * Device address: which IPv4 address the peer's iface listens on, and which
+ * loopback network it is on. 127.0.0.1 names a different host in every
+ * machine and network namespace, so a loopback address is only reachable by
+ * an iface with the same @a loopback_id (see uct_tcp_netif_loopback_id()).
+ * Packed, 16 bytes.
+ */
+typedef struct uct_tcp_device_addr {
+    uint8_t  version;     /**< UCT_TCP_WIRE_VERSION */
+    uint8_t  family;      /**< UCT_TCP_ADDR_FAMILY_INET4 */
+    uint16_t reserved;    /**< 0 */
+    uint32_t in_addr;     /**< IPv4 address, network byte order */
+    uint64_t loopback_id; /**< host and network namespace, little-endian */
+} UCS_S_PACKED uct_tcp_device_addr_t;
+
+/** Iface address: the listening port. Packed, 4 bytes. */
+typedef struct uct_tcp_iface_addr {
+    uint8_t  version;   /**< UCT_TCP_WIRE_VERSION */
+    uint8_t  reserved;  /**< 0 */
+    uint16_t port;      /**< TCP port, network byte order; never 0 */
+} UCS_S_PACKED uct_tcp_iface_addr_t;
+
+/**
+ * First bytes a connecting ep writes: who is talking (its own device and
+ * listening port), so that the accepting iface can name the peer in logs and
+ * reject anything that is not a tcp iface of this project. 16 bytes.
+ */
+typedef struct uct_tcp_hello {
+    uint32_t magic;     /**< UCT_TCP_HELLO_MAGIC, little-endian */
+    uint8_t  version;   /**< UCT_TCP_WIRE_VERSION */
+    uint8_t  reserved[3];
+    uint32_t in_addr;   /**< sender's device address, network byte order */
+    uint16_t port;      /**< sender's listening port, network byte order */
+    uint16_t reserved2;
+} UCS_S_PACKED uct_tcp_hello_t;
+
+/**
+ * Header before every active message. The payload (am_short: the 8-byte
+ * header then the data) follows immediately. 8 bytes.
+ */
+typedef struct uct_tcp_frame_hdr {
+    uint8_t  am_id;     /**< 0 .. UCT_AM_ID_MAX-1 */
+    uint8_t  reserved[3];
+    uint32_t length;    /**< payload bytes, little-endian */
+} UCS_S_PACKED uct_tcp_frame_hdr_t;
+
+
+/** Fill a frame header for @a length payload bytes. */
+static inline void uct_tcp_frame_hdr_init(uct_tcp_frame_hdr_t *hdr, uint8_t am_id,
+                                          uint32_t length)
+{
+    hdr->am_id       = am_id;
+    hdr->reserved[0] = 0;
+    hdr->reserved[1] = 0;
+    hdr->reserved[2] = 0;
+    hdr->length      = htole32(length);
+}
+
+/** Payload length of a received frame header. */
+static inline uint32_t uct_tcp_frame_hdr_length(const uct_tcp_frame_hdr_t *hdr)
+{
+    return le32toh(hdr->length);
+}
+
+/**
+ * Whether @a in_addr (network byte order) can be the address of a peer's
+ * iface: not 0.0.0.0, multicast, broadcast or the reserved class E range.
+ */
+static inline int uct_tcp_in_addr_is_unicast(uint32_t in_addr)
+{
+    uint32_t host = ntohl(in_addr);
+
+    return (host != INADDR_ANY) && !IN_MULTICAST(host) && !IN_BADCLASS(host) &&
+           (host != INADDR_BROADCAST);
+}
+
+/**
+ * Check a device address blob from a peer.
+ * @return UCS_OK, or UCS_ERR_INVALID_ADDR when it is NULL, of another
+ *         version or family, or names an address no iface can listen on.
+ */
+static inline ucs_status_t
+uct_tcp_device_addr_check(const uct_tcp_device_addr_t *addr)
+{
+    if ((addr == NULL) || (addr->version != UCT_TCP_WIRE_VERSION) ||
+        (addr->family != UCT_TCP_ADDR_FAMILY_INET4) || (addr->reserved != 0) ||
+        !uct_tcp_in_addr_is_unicast(addr->in_addr)) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    return UCS_OK;
+}
+
+/**
+ * Check an iface address blob from a peer.
+ * @return UCS_OK, or UCS_ERR_INVALID_ADDR (NULL, other version, port 0).
+ */
+static inline ucs_status_t
+uct_tcp_iface_addr_check(const uct_tcp_iface_addr_t *addr)
+{
+    if ((addr == NULL) || (addr->version != UCT_TCP_WIRE_VERSION) ||
+        (addr->reserved != 0) || (addr->port == 0)) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    return UCS_OK;
+}
+
+END_C_DECLS
+
+#endif
