@@ -1,0 +1,138 @@
+#!/bin/bash
+# Runs the CUDA checks against the real driver on a machine with an NVIDIA
+# GPU and the CUDA toolkit (docs/cudasim.md):
+#   1. configure --with-cuda and build the tree (make -j$(nproc));
+#   2. run the conformance program (test/cudasim/conformance) on the real
+#      driver, save its transcript and diff it with the stored one,
+#      test/cudasim/conformance/h200.expected;
+#   3. run the gtest_cuda suite on the real driver (CUDASIM=no).
+# Exits non-zero if any step fails; prints a summary at the end.
+#
+# GPU machines have autoconf/automake but no libtool, so the tree must carry
+# a generated build system (./configure, Makefile.in, ltmain.sh): make one
+# with contrib/pack-for-gpu.sh (or `make dist`) on a machine with libtool.
+#
+# usage: contrib/gpu-run.sh [TRANSCRIPT]
+#   TRANSCRIPT  where to save the real driver's conformance transcript
+#               (default: $OUT/conformance-h200.out if $OUT is set, else
+#               <build>/conformance-h200.out)
+# environment:
+#   BUILD_DIR=build-gpu     build directory, relative to the tree
+#   CUDA_DIR=/usr/local/cuda
+#   JOBS=$(nproc)           make parallelism
+#   CONFIGURE_ARGS=         extra configure arguments
+#   GTEST_ARGS=             extra arguments for gtest_cuda (e.g. a filter)
+set -uo pipefail
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-build-gpu}
+case $build in /*) ;; *) build=$src/$build ;; esac
+cuda_dir=${CUDA_DIR:-/usr/local/cuda}
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 4)}
+expected=$src/test/cudasim/conformance/h200.expected
+if [ $# -ge 1 ]; then
+    transcript=$1
+elif [ -n "${OUT:-}" ]; then
+    transcript=$OUT/conformance-h200.out
+else
+    transcript=$build/conformance-h200.out
+fi
+
+declare -a summary=()
+failed=0
+note() { summary+=("$1"); echo "== $1"; }
+fail() { note "FAIL: $1"; failed=1; }
+
+finish() {
+    echo
+    echo "==================== gpu-run summary ===================="
+    printf '  %s\n' "${summary[@]}"
+    if [ $failed -eq 0 ]; then
+        echo "  result: PASSED"
+    else
+        echo "  result: FAILED"
+    fi
+    exit $failed
+}
+
+# ---- environment ----
+if command -v nvidia-smi >/dev/null 2>&1; then
+    note "GPUs: $(nvidia-smi -L 2>/dev/null | wc -l), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+else
+    note "nvidia-smi not found: is this a GPU machine?"
+fi
+if [ ! -f "$cuda_dir/include/cuda.h" ]; then
+    fail "no CUDA toolkit at $cuda_dir (set CUDA_DIR)"
+    finish
+fi
+if [ ! -x "$src/configure" ]; then
+    if command -v libtoolize >/dev/null 2>&1; then
+        (cd "$src" && ./autogen.sh) || { fail "autogen.sh"; finish; }
+    else
+        fail "no ./configure and no libtool here: generate the build system elsewhere (contrib/pack-for-gpu.sh or make dist)"
+        finish
+    fi
+fi
+
+# ---- 1. configure and build ----
+mkdir -p "$build" "$(dirname "$transcript")"
+cd "$build" || { fail "cannot enter $build"; finish; }
+if ! "$src/configure" --with-cuda="$cuda_dir" ${CONFIGURE_ARGS:-} > configure.log 2>&1; then
+    fail "configure (see $build/configure.log)"
+    tail -20 configure.log
+    finish
+fi
+if ! grep -q '^#define HAVE_CUDA 1' config.h; then
+    fail "configure did not enable CUDA (see $build/configure.log)"
+    finish
+fi
+if make -j"$jobs" > make.log 2>&1; then
+    note "build: ok (make -j$jobs)"
+else
+    fail "build of the whole tree (see $build/make.log)"
+    grep -E 'error|Error' make.log | head -20
+    # Still build what the driver checks need, so they can report.
+    make -j"$jobs" -C src/ucs > make-min.log 2>&1 &&
+        make -j"$jobs" -C test/cudasim >> make-min.log 2>&1 ||
+        { fail "build of test/cudasim (see $build/make-min.log)"; finish; }
+fi
+
+# ---- 2. conformance against the real driver ----
+conf=$build/test/cudasim/conformance/cudasim-conformance
+if [ ! -x "$conf" ]; then
+    make -C test/cudasim conformance/cudasim-conformance >> make.log 2>&1
+fi
+if [ ! -x "$conf" ]; then
+    fail "conformance program was not built"
+else
+    # No LD_LIBRARY_PATH: the program must load the real libcuda.so.1.
+    if timeout 300 "$conf" > "$transcript" 2> "$transcript.stderr"; then
+        if diff -u "$expected" "$transcript" > "$transcript.diff"; then
+            note "conformance: real driver matches h200.expected ($(wc -l < "$transcript") lines)"
+        else
+            fail "conformance: real driver differs from h200.expected (diff in $transcript.diff)"
+            head -40 "$transcript.diff"
+        fi
+    else
+        fail "conformance program failed (stderr in $transcript.stderr)"
+        tail -5 "$transcript.stderr"
+    fi
+    note "transcript saved to $transcript"
+fi
+
+# ---- 3. gtest_cuda against the real driver ----
+if make -j"$jobs" -C test/gtest gtest_cuda >> make.log 2>&1; then
+    log=$(dirname "$transcript")/gtest_cuda.log
+    if make -C test/gtest run-gtest-cuda CUDASIM=no GTEST_ARGS="${GTEST_ARGS:-}" > "$log" 2>&1; then
+        passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\.$/\1/p' "$log" | tail -1)
+        skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}, listed below:$/\1/p' "$log" | tail -1)
+        note "gtest_cuda: ${passed:-?} passed, ${skipped:-0} skipped (log: $log)"
+    else
+        fail "gtest_cuda on the real driver (log: $log)"
+        grep -E '^\[  FAILED  \]' "$log" | head -20
+    fi
+else
+    fail "gtest_cuda was not built (see $build/make.log)"
+fi
+
+finish
