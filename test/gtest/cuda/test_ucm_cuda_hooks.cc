@@ -16,9 +16,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace cuda_test;
 
@@ -270,6 +274,8 @@ TEST(ucm_cuda, pool_with_posix_fd_handles_is_exportable_through_the_pool)
     });
 }
 
+/* Host-located pools came with CUDA 12.6. */
+#if CUDA_VERSION >= 12060
 TEST(ucm_cuda, host_located_pool_yields_host_memory)
 {
     int supported = probe_in_child([] {
@@ -315,6 +321,8 @@ TEST(ucm_cuda, host_located_pool_yields_host_memory)
         ASSERT_CU(cuStreamDestroy(stream));
     });
 }
+
+#endif
 
 TEST(ucm_cuda, vmm_range_is_reported_per_chunk_and_unmap_frees_every_chunk)
 {
@@ -520,6 +528,31 @@ TEST(ucm_cuda, installed_hooks_pass_the_event_test)
                                           UCM_EVENT_MEM_TYPE_FREE));
         start_hooks("reloc");
         EXPECT_EQ(UCS_OK, ucm_test_events(UCM_EVENT_MEM_TYPE_ALLOC));
+    });
+}
+
+TEST(ucm_cuda, patch_overwritten_by_someone_else_fails_the_event_test)
+{
+    cuda_in_child([] {
+        init_device(0);
+        start_hooks("bistro");
+        ASSERT_EQ(UCS_OK, ucm_test_events(UCM_EVENT_MEM_TYPE_ALLOC));
+
+        /* Put the entry's first byte back, as another tool might. */
+        void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        ASSERT_NE(nullptr, driver);
+        uint8_t *entry = (uint8_t*)dlsym(driver, "cuMemAlloc_v2");
+        ASSERT_NE(nullptr, entry);
+        ASSERT_EQ(0xe9, entry[0]) << "bistro's opcode patch expected";
+        size_t page_size = sysconf(_SC_PAGESIZE);
+        void *page = (void*)((uintptr_t)entry & ~(page_size - 1));
+        ASSERT_EQ(0, mprotect(page, 2 * page_size,
+                              PROT_READ | PROT_WRITE | PROT_EXEC));
+        entry[0] = 0x55; /* push %rbp, as in libcuda and cudasim */
+        mprotect(page, 2 * page_size, PROT_READ | PROT_EXEC);
+
+        EXPECT_EQ(UCS_ERR_NO_ELEM, ucm_test_events(UCM_EVENT_MEM_TYPE_ALLOC));
+        dlclose(driver);
     });
 }
 
