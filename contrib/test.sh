@@ -23,9 +23,17 @@ build_and_test() {
         { grep -E 'error|Error' "$dir/build.out" | head -30; return 1; }
     echo "== $name: test"
     "$src/contrib/run-tests.sh" "$dir" "$name" | tee "$dir/tests.out"
-    local last
+    local rc=${PIPESTATUS[0]} last p f s
     last=$(tail -1 "$dir/tests.out")
-    read -r p _ f _ s _ <<<"$(echo "$last" | tr -d ',')"
+    # A run that stopped before its summary line counts as one failure.
+    if [[ ! $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+        echo "== $name: test run ended without a summary (exit $rc)"
+        return 1
+    fi
+    p=${BASH_REMATCH[1]}; f=${BASH_REMATCH[2]}; s=${BASH_REMATCH[3]}
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+    fi
     total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
 }
 
