@@ -104,7 +104,7 @@ ucs_status_t uct_tcp_sock_listen(const struct sockaddr_in *addr, unsigned port_m
     char str[64];
     ucs_status_t status;
     unsigned port;
-    int fd, err;
+    int fd = -1, err;
 
     status = uct_tcp_sock_create(&fd);
     if (status != UCS_OK) {
@@ -211,7 +211,7 @@ ucs_status_t uct_tcp_sock_connect(const struct sockaddr_in *local,
     struct sockaddr_in bind_addr = *local;
     char str[64];
     ucs_status_t status;
-    int fd, err;
+    int fd = -1, err;
 
     status = uct_tcp_sock_create(&fd);
     if (status != UCS_OK) {
