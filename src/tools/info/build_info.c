@@ -8,11 +8,26 @@
 #include <uct/api/uct.h>
 #include <ucs/sys/module.h>
 #include <ucs/sys/sys.h>
+#include <ucm/ucm_config.h>
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Reading the hook mode also makes ucx_info depend on libucm, so that its
+ * configuration table is registered for -c even with --as-needed linking. */
+static void ucx_info_print_hook_mode(FILE *stream)
+{
+    ucm_config_t config;
+
+    if (ucm_config_read(&config) == UCS_OK) {
+        fprintf(stream, "# CUDA memory hooks: UCX_MEM_CUDA_HOOK_MODE=%s\n",
+                ucm_cuda_hook_mode_names[config.cuda_hook_mode]);
+    } else {
+        fprintf(stream, "# CUDA memory hooks: invalid UCX_MEM_CUDA_HOOK_MODE\n");
+    }
+}
 
 void ucx_info_print_version(FILE *stream)
 {
@@ -26,6 +41,7 @@ void ucx_info_print_version(FILE *stream)
     fprintf(stream, "# API headers version: %d.%d\n", UCP_API_MAJOR, UCP_API_MINOR);
     fprintf(stream, "# Configured with: %s\n", UCX_CONFIGURE_ARGS);
     fprintf(stream, "# CUDA: %s\n", UCX_CUDA_SUMMARY);
+    ucx_info_print_hook_mode(stream);
     fprintf(stream, "# Module search path:\n");
     ucs_module_print_search_path(stream, "uct");
 }

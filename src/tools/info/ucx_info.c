@@ -6,6 +6,7 @@
 
 #include <ucs/config/parser.h>
 #include <ucs/sys/init.h>
+#include <uct/uct_init.h>
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -75,6 +76,8 @@ int main(int argc, char **argv)
         ucx_info_print_build_config(stdout);
     }
     if (print_config) {
+        /* Transport modules register their tables when loaded. */
+        uct_load_modules();
         status = ucs_config_parser_print_all_opts(stdout, "UCX", config_flags);
         if (status != UCS_OK) {
             fprintf(stderr, "ucx_info: %s\n", ucs_status_string(status));
