@@ -1,0 +1,106 @@
+/**
+ * @file perf_stats.h
+ * Measurement of one run: a timestamp per iteration, kept as the time
+ * since the previous one, from which the typical (percentile), average and
+ * maximum latency come; bandwidth and message rate from the total time.
+ * Also the progress line a long run prints on stderr.
+ *
+ * The sampling call is inline and costs one clock read, one compare and
+ * one store, so it disturbs what it measures as little as the clock allows.
+ * Single-threaded: one perf_stats_t per measuring thread.
+ */
+#ifndef PERF_STATS_H_
+#define PERF_STATS_H_
+
+#include "perftest.h"
+#include "perf_time.h"
+
+/** At most this many samples are kept; longer runs keep every 2^k-th one. */
+#define PERF_STATS_MAX_SAMPLES  (4u << 20)
+
+/** The progress line of the initiator (stderr). */
+typedef struct perf_progress {
+    int      enabled;      /**< 0 for CSV/JSON/final-only output */
+    int      is_tty;       /**< rewrite one line with \r instead of adding lines */
+    char     label[64];    /**< "am_lat 8 B" */
+    uint64_t total;        /**< iterations expected */
+    size_t   msg_size;
+    int      pingpong;     /**< latency is half the iteration time */
+    uint64_t start;        /**< tick of the first measured iteration */
+    int      printed;      /**< characters of the line on screen (to clear at the end) */
+} perf_progress_t;
+
+/** Samples of one run. */
+typedef struct perf_stats {
+    uint64_t        *samples;     /**< ticks between consecutive iterations */
+    size_t          capacity;
+    size_t          count;
+    uint64_t        stride_mask;  /**< sample i is kept when (i & mask) == 0 */
+    uint64_t        n;            /**< iterations recorded */
+    uint64_t        start;        /**< tick when measuring began */
+    uint64_t        prev;         /**< tick of the last iteration */
+    uint64_t        max;          /**< longest iteration, over all of them */
+    uint64_t        next_report;  /**< tick at which the progress line is due */
+    perf_progress_t *progress;    /**< NULL: no progress line */
+} perf_stats_t;
+
+/**
+ * Prepare for @a iters iterations (allocates the sample array).
+ * @a progress may be NULL.
+ */
+ucs_status_t perf_stats_init(perf_stats_t *st, uint64_t iters, perf_progress_t *progress);
+
+/** Free the sample array. */
+void perf_stats_cleanup(perf_stats_t *st);
+
+/** Slow path of perf_stats_sample(): print the progress line. */
+void perf_stats_report_progress(perf_stats_t *st, uint64_t now);
+
+/** Mark the start of the measured iterations. */
+static inline void perf_stats_start(perf_stats_t *st)
+{
+    st->start = st->prev = perf_time_now();
+    if (st->progress != NULL) {
+        st->progress->start = st->start;
+        st->next_report     = st->start + perf_time_from_sec(1.0);
+    } else {
+        st->next_report     = UINT64_MAX;
+    }
+}
+
+/** Record the end of one iteration. */
+static inline void perf_stats_sample(perf_stats_t *st)
+{
+    uint64_t now   = perf_time_now();
+    uint64_t delta = now - st->prev;
+
+    st->prev = now;
+    if (delta > st->max) {
+        st->max = delta;
+    }
+    if (((st->n & st->stride_mask) == 0) && (st->count < st->capacity)) {
+        st->samples[st->count++] = delta;
+    }
+    ++st->n;
+    if (now >= st->next_report) {
+        perf_stats_report_progress(st, now);
+    }
+}
+
+/**
+ * Compute @a result from the samples. @a end is the tick at which the run
+ * finished (after the final acknowledgement of a stream, which is not an
+ * iteration of its own). @a pingpong halves latencies (one way of a round
+ * trip) and counts two messages per iteration for the message rate.
+ * Clears the progress line. Reorders the samples.
+ */
+void perf_stats_finish(perf_stats_t *st, uint64_t end, int pingpong,
+                       const perf_params_t *params, perf_result_t *result);
+
+/**
+ * Value at percentile @a pct (0 < pct <= 100) of @a count samples
+ * (partially reorders them). 0 when count is 0.
+ */
+uint64_t perf_stats_percentile(uint64_t *samples, size_t count, double pct);
+
+#endif
