@@ -9,7 +9,10 @@ echo "$out"
 grep -q "^# Library version: [0-9]*\.[0-9]*\.[0-9]*" <<<"$out"
 
 "$info" -b | grep -q '^#define UCX_VERSION'
-"$info" -d | grep -q 'Memory domains'
+dev=$("$info" -d)
+grep -q '^# Memory domain: self' <<<"$dev"
+grep -q 'Transport: posix' <<<"$dev"
+grep -q 'Transport: tcp' <<<"$dev"
 "$info" -h | grep -q 'Usage: ucx_info'
 
 cfg=$("$info" -c)
