@@ -21,6 +21,26 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Upstream UCX's public headers, for the ABI check only (contrib/tests/abi.sh).
+# Unpacked into a private directory, never installed into /usr/include, so
+# that our build can never pick one of them up by accident.
+upstream_inc=/opt/upstream-ucx-1.13-headers
+if [ ! -f "$upstream_inc/ucp/api/ucp.h" ]; then
+    tmp=$(mktemp -d)
+    if (cd "$tmp" && apt-get download libucx-dev >/dev/null 2>&1) &&
+       dpkg -x "$tmp"/libucx-dev_*.deb "$tmp/x"; then
+        SUDO=""
+        [ "$(id -u)" -eq 0 ] || SUDO=sudo
+        $SUDO mkdir -p "$upstream_inc"
+        $SUDO cp -r "$tmp"/x/usr/include/ucp "$tmp"/x/usr/include/ucs \
+            "$tmp"/x/usr/include/uct "$tmp"/x/usr/include/ucm "$upstream_inc"/
+        echo "setup: upstream UCX headers (ABI check) in $upstream_inc"
+    else
+        echo "setup: could not fetch libucx-dev: the ABI comparison will be skipped"
+    fi
+    rm -rf "$tmp"
+fi
+
 if [ -f /usr/local/cuda/include/cuda.h ]; then
     echo "setup: CUDA toolkit found at /usr/local/cuda"
 else

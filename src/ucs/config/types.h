@@ -9,6 +9,8 @@
 
 #include <ucs/sys/compiler_def.h>
 
+#include <sys/socket.h>
+
 BEGIN_C_DECLS
 
 /** Verbosity of a log message; a message is printed when its level is <= UCX_LOG_LEVEL. */
@@ -77,6 +79,16 @@ typedef struct {
     ucs_config_names_array_t     array; /**< listed names (empty for ALLOW_ALL) */
     ucs_config_allow_list_mode_t mode;  /**< how to interpret @a array */
 } ucs_config_allow_list_t;
+
+/**
+ * A socket address given by reference: @a addr points to a struct sockaddr_in,
+ * sockaddr_in6 (or another family) of @a addrlen bytes, owned by the caller.
+ * ucp_ep_params_t carries two of these, so the layout is upstream's.
+ */
+typedef struct ucs_sock_addr {
+    const struct sockaddr *addr;    /**< the address; not copied by the type */
+    socklen_t             addrlen;  /**< its length in bytes */
+} ucs_sock_addr_t;
 
 END_C_DECLS
 

@@ -1,0 +1,83 @@
+/**
+ * @file ucp_compat.h
+ * Older UCP calls kept for programs written against earlier UCX versions.
+ * Each has a newer replacement in ucp.h, named in its description; new code
+ * should use that. Included by ucp.h; not meant to be included on its own.
+ *
+ * Signatures match upstream UCX (see docs/abi.md).
+ */
+#ifndef UCP_COMPAT_H_
+#define UCP_COMPAT_H_
+
+#include <ucp/api/ucp_def.h>
+#include <ucs/sys/compiler_def.h>
+
+BEGIN_C_DECLS
+
+/**
+ * Give a request back to the library. Same as ucp_request_free(), which
+ * replaces it.
+ *
+ * @param request  a request returned by a non-blocking call.
+ */
+void ucp_request_release(void *request);
+
+/**
+ * Close an endpoint, blocking: flushes what was sent on it, progresses the
+ * worker until the close completes, then frees it. Replaced by
+ * ucp_ep_close_nbx(). Must be called from the thread that may progress the
+ * endpoint's worker; @a ep must not be used again.
+ *
+ * @param ep  endpoint to close.
+ */
+void ucp_ep_destroy(ucp_ep_h ep);
+
+/**
+ * Start closing an endpoint after flushing it. Same as
+ * ucp_ep_close_nb(ep, UCP_EP_CLOSE_MODE_FLUSH); replaced by ucp_ep_close_nbx().
+ *
+ * @param ep  endpoint to close; not to be used again by the caller.
+ * @return NULL when the endpoint is already closed; a request to wait on
+ *         (complete it with ucp_worker_progress(), check it with
+ *         ucp_request_check_status(), then ucp_request_free() it); or an error
+ *         status encoded with UCS_STATUS_PTR().
+ */
+ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h ep);
+
+/**
+ * Whether a request has completed; for a completed tag receive also its
+ * sender tag and length. Replaced by ucp_request_check_status() (and, in
+ * upstream UCX, by ucp_tag_recv_request_test(), which this library does not
+ * provide yet).
+ *
+ * @param request  a request returned by a non-blocking call and not yet freed.
+ * @param info     filled when the request is a completed tag receive; may be
+ *                 NULL for send requests.
+ * @return UCS_INPROGRESS while the request runs, otherwise its completion
+ *         status. Does not progress the worker.
+ */
+ucs_status_t ucp_request_test(void *request, ucp_tag_recv_info_t *info);
+
+/**
+ * Flush an endpoint, blocking: returns once every operation started on it
+ * has completed remotely. Replaced by ucp_ep_flush_nbx(). Progresses the
+ * endpoint's worker, so the usual rule applies: one thread at a time per
+ * worker unless the worker was created UCS_THREAD_MODE_MULTI.
+ *
+ * @param ep  endpoint to flush.
+ * @return UCS_OK, or the error that ended an operation on @a ep.
+ */
+ucs_status_t ucp_ep_flush(ucp_ep_h ep);
+
+/**
+ * Flush a worker, blocking: returns once every operation started on any of
+ * its endpoints has completed remotely. Replaced by ucp_worker_flush_nbx().
+ *
+ * @param worker  worker to flush.
+ * @return UCS_OK, or an error status.
+ */
+ucs_status_t ucp_worker_flush(ucp_worker_h worker);
+
+END_C_DECLS
+
+#endif
