@@ -15,6 +15,11 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "transport names, or '^' and the transports to exclude.",
      offsetof(ucp_config_t, tls), UCS_CONFIG_TYPE_ALLOW_LIST},
 
+    {"PROTO_INFO", "n",
+     "Print, for every new endpoint configuration, which protocol serves\n"
+     "which message size and memory type.",
+     offsetof(ucp_config_t, proto_info), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 

@@ -6,8 +6,10 @@
  *
  * Variables:
  *   UCX_TLS  transports a context may use: "all" (default), "a,b" or "^a,b".
- *            Transport names arrive with the transport issues; until then the
- *            value is parsed and kept but selects nothing.
+ *            Names: self, posix (alias shm, sm), tcp, cuda_copy, cuda_ipc
+ *            (alias cuda), or any transport name a component reports.
+ *   UCX_PROTO_INFO  print the protocol chosen per message size and memory
+ *            type when an endpoint is created.
  */
 #ifndef UCP_CONFIG_H_
 #define UCP_CONFIG_H_
@@ -19,7 +21,8 @@ BEGIN_C_DECLS
 
 /** Options of a UCP context; filled and owned through the ucp_config_* API. */
 struct ucp_config {
-    ucs_config_allow_list_t tls; /**< UCX_TLS */
+    ucs_config_allow_list_t tls;        /**< UCX_TLS */
+    int                     proto_info; /**< UCX_PROTO_INFO */
 };
 
 /** The "UCP context" table describing struct ucp_config. */

@@ -92,6 +92,22 @@ protected:
         return text;
     }
 
+    /** The UCX_TLS line of print(): the tests below are about that variable,
+     *  whatever other variables the table gains. */
+    std::string print_tls() const
+    {
+        std::string text = print(), line, out;
+        size_t pos = 0, end;
+        while ((end = text.find('\n', pos)) != std::string::npos) {
+            line = text.substr(pos, end + 1 - pos);
+            if (line.compare(0, 8, "UCX_TLS=") == 0) {
+                out += line;
+            }
+            pos = end + 1;
+        }
+        return out;
+    }
+
     static bool contains(const std::string &text, const std::string &what)
     {
         return text.find(what) != std::string::npos;
@@ -109,14 +125,14 @@ private:
 TEST_F(ucp_config, tls_defaults_to_all)
 {
     ASSERT_EQ(UCS_OK, read());
-    EXPECT_EQ("UCX_TLS=all\n", print());
+    EXPECT_EQ("UCX_TLS=all\n", print_tls());
 }
 
 TEST_F(ucp_config, tls_comes_from_the_environment)
 {
     setenv("UCX_TLS", "^tcp");
     ASSERT_EQ(UCS_OK, read());
-    EXPECT_EQ("UCX_TLS=^tcp\n", print());
+    EXPECT_EQ("UCX_TLS=^tcp\n", print_tls());
 }
 
 TEST_F(ucp_config, env_prefix_variable_wins_over_plain_variable)
@@ -124,21 +140,21 @@ TEST_F(ucp_config, env_prefix_variable_wins_over_plain_variable)
     setenv("UCX_TLS", "tcp");
     setenv("UCX_MYAPP_TLS", "shm,self");
     ASSERT_EQ(UCS_OK, read("MYAPP"));
-    EXPECT_EQ("UCX_TLS=shm,self\n", print());
+    EXPECT_EQ("UCX_TLS=shm,self\n", print_tls());
 
     ASSERT_EQ(UCS_OK, read());
-    EXPECT_EQ("UCX_TLS=tcp\n", print());
+    EXPECT_EQ("UCX_TLS=tcp\n", print_tls());
 }
 
 TEST_F(ucp_config, named_file_is_read_before_the_environment)
 {
     std::string file = make_file("# transports\nUCX_TLS=cuda_ipc\n");
     ASSERT_EQ(UCS_OK, read(NULL, file.c_str()));
-    EXPECT_EQ("UCX_TLS=cuda_ipc\n", print());
+    EXPECT_EQ("UCX_TLS=cuda_ipc\n", print_tls());
 
     setenv("UCX_TLS", "tcp");
     ASSERT_EQ(UCS_OK, read(NULL, file.c_str()));
-    EXPECT_EQ("UCX_TLS=tcp\n", print());
+    EXPECT_EQ("UCX_TLS=tcp\n", print_tls());
 }
 
 TEST_F(ucp_config, UCX_CONFIG_FILE_is_the_default_file)
@@ -146,7 +162,7 @@ TEST_F(ucp_config, UCX_CONFIG_FILE_is_the_default_file)
     std::string file = make_file("UCX_TLS=^cuda_ipc\n");
     setenv("UCX_CONFIG_FILE", file.c_str());
     ASSERT_EQ(UCS_OK, read());
-    EXPECT_EQ("UCX_TLS=^cuda_ipc\n", print());
+    EXPECT_EQ("UCX_TLS=^cuda_ipc\n", print_tls());
 }
 
 TEST_F(ucp_config, bad_value_fails_the_read_naming_the_variable)
@@ -185,9 +201,9 @@ TEST_F(ucp_config, modify_changes_one_value)
 {
     ASSERT_EQ(UCS_OK, read());
     EXPECT_EQ(UCS_OK, ucp_config_modify(m_config, "TLS", "tcp,cuda_copy"));
-    EXPECT_EQ("UCX_TLS=tcp,cuda_copy\n", print());
+    EXPECT_EQ("UCX_TLS=tcp,cuda_copy\n", print_tls());
     EXPECT_EQ(UCS_OK, ucp_config_modify(m_config, "TLS", "all"));
-    EXPECT_EQ("UCX_TLS=all\n", print());
+    EXPECT_EQ("UCX_TLS=all\n", print_tls());
 }
 
 TEST_F(ucp_config, modify_of_unknown_name_is_no_elem)
@@ -203,7 +219,7 @@ TEST_F(ucp_config, modify_with_bad_value_keeps_the_old_value)
     setenv("UCX_TLS", "shm");
     ASSERT_EQ(UCS_OK, read());
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_config_modify(m_config, "TLS", "^"));
-    EXPECT_EQ("UCX_TLS=shm\n", print());
+    EXPECT_EQ("UCX_TLS=shm\n", print_tls());
     EXPECT_TRUE(contains(log(), "UCX_TLS: invalid value '^'")) << log();
 }
 

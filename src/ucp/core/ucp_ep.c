@@ -1,0 +1,620 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+/*
+ * Endpoints: selection of the transport from a peer's address, the ordered
+ * send queue every operation goes through, flush and close, and failure
+ * handling.
+ */
+
+#include <ucp/core/ucp_int.h>
+#include <ucs/sys/sys.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+void ucp_worker_flush_child_complete(ucp_request_t *parent);
+
+#define UCP_KEEPALIVE_INTERVAL_NS 100000000ull
+
+static const char *ucp_ep_tl_name(ucp_ep_h ep)
+{
+    return ep->worker->context->rscs[ep->wiface->rsc_index].desc.tl_name;
+}
+
+/* ---- transport selection ------------------------------------------------ */
+
+static int ucp_ep_try_tl(ucp_worker_h worker, const ucp_unpacked_address_t *addr,
+                         const char *tl_name, ucp_worker_iface_t **wiface_p,
+                         const ucp_address_entry_t **entry_p)
+{
+    ucp_context_h context = worker->context;
+    const ucp_address_entry_t *e;
+    unsigned i, j;
+
+    for (i = 0; i < worker->num_ifaces; ++i) {
+        const char *local = context->rscs[worker->ifaces[i].rsc_index].desc.tl_name;
+        if ((tl_name != NULL) && strcmp(local, tl_name)) {
+            continue;
+        }
+        for (j = 0; j < addr->num_entries; ++j) {
+            e = &addr->entries[j];
+            if (strcmp(e->tl_name, local) ||
+                (e->dev_addr_len != worker->ifaces[i].attr.device_addr_len) ||
+                (e->iface_addr_len != worker->ifaces[i].attr.iface_addr_len)) {
+                continue;
+            }
+            if (uct_iface_is_reachable(worker->ifaces[i].iface, e->dev_addr,
+                                       e->iface_addr)) {
+                *wiface_p = &worker->ifaces[i];
+                *entry_p  = e;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+ucs_status_t ucp_ep_create_from_address(ucp_worker_h worker,
+                                        const ucp_unpacked_address_t *addr,
+                                        unsigned ep_flags, int loopback,
+                                        ucp_ep_h *ep_p)
+{
+    const ucp_address_entry_t *entry = NULL;
+    ucp_worker_iface_t *wiface       = NULL;
+    uct_ep_params_t params;
+    ucs_status_t status;
+    uint8_t boot_id[16];
+    int same_host;
+    ucp_ep_h ep;
+
+    ucs_sys_get_boot_id(boot_id);
+    same_host = !memcmp(boot_id, addr->boot_id, sizeof(boot_id));
+
+    /* Cheapest first: self for our own worker, shared memory on this host,
+     * then the network; anything else reachable as a last resort. */
+    if (!((loopback && (addr->uuid == worker->uuid) &&
+           ucp_ep_try_tl(worker, addr, "self", &wiface, &entry)) ||
+          (same_host && ucp_ep_try_tl(worker, addr, "posix", &wiface, &entry)) ||
+          ucp_ep_try_tl(worker, addr, "tcp", &wiface, &entry) ||
+          ucp_ep_try_tl(worker, addr, NULL, &wiface, &entry))) {
+        ucs_error("ucp: no transport of worker %s reaches the peer (uuid 0x%llx, "
+                  "%u address entries)", worker->name,
+                  (unsigned long long)addr->uuid, addr->num_entries);
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = wiface->iface;
+    params.dev_addr   = entry->dev_addr;
+    params.iface_addr = entry->iface_addr;
+    status = uct_ep_create(&params, &ep->uct_ep);
+    if (status != UCS_OK) {
+        ucs_error("ucp: connecting over %s failed: %s", entry->tl_name,
+                  ucs_status_string(status));
+        free(ep);
+        return status;
+    }
+
+    ep->worker      = worker;
+    ep->flags       = ep_flags;
+    ep->status      = UCS_OK;
+    ep->wiface      = wiface;
+    ep->remote_uuid = addr->uuid;
+    ep->max_short   = (wiface->attr.cap.flags & UCT_IFACE_FLAG_AM_SHORT) &&
+                      (wiface->attr.cap.am.max_short > sizeof(uint64_t)) ?
+                      wiface->attr.cap.am.max_short - sizeof(uint64_t) : 0;
+    ep->max_bcopy   = wiface->attr.cap.am.max_bcopy;
+    ucs_queue_head_init(&ep->send_q);
+    ucs_list_head_init(&ep->notify_link);
+    ucs_list_add_tail(&worker->eps, &ep->link);
+    snprintf(ep->name, sizeof(ep->name), "ep_%p", (void*)ep);
+    ucs_debug("ucp: ep %p of worker %s to uuid 0x%llx over %s/%s", (void*)ep,
+              worker->name, (unsigned long long)addr->uuid, entry->tl_name,
+              worker->context->rscs[wiface->rsc_index].desc.dev_name);
+    if (worker->context->proto_info) {
+        ucp_proto_info_print(ep);
+    }
+    *ep_p = ep;
+    return UCS_OK;
+}
+
+ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
+                           ucp_ep_h *ep_p)
+{
+    ucp_unpacked_address_t *addr;
+    ucs_status_t status;
+    unsigned flags = 0;
+    ucp_ep_h ep;
+
+    if ((params == NULL) || (ep_p == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (params->field_mask & (UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                              UCP_EP_PARAM_FIELD_CONN_REQUEST |
+                              UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR)) {
+        ucs_error("ucp_ep_create: client/server connection is not supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (params->field_mask & UCP_EP_PARAM_FIELD_FLAGS) {
+        flags = params->flags;
+        if (flags & (UCP_EP_PARAMS_FLAGS_CLIENT_SERVER |
+                     UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID)) {
+            ucs_error("ucp_ep_create: client/server flags are not supported");
+            return UCS_ERR_UNSUPPORTED;
+        }
+    }
+    if (!(params->field_mask & UCP_EP_PARAM_FIELD_REMOTE_ADDRESS) ||
+        (params->address == NULL)) {
+        ucs_error("ucp_ep_create: a remote worker address is required");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    addr = malloc(sizeof(*addr));
+    if (addr == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    /* ucp_ep_create() gets no length: the blob says its own, and the
+     * checksum catches a blob cut short inside a larger buffer. */
+    status = ucp_address_unpack(params->address,
+                                ucp_address_length(params->address), addr);
+    if (status != UCS_OK) {
+        free(addr);
+        return status;
+    }
+
+    ucp_worker_lock(worker);
+    status = ucp_ep_create_from_address(worker, addr, 0,
+                                        !(flags & UCP_EP_PARAMS_FLAGS_NO_LOOPBACK),
+                                        &ep);
+    if (status == UCS_OK) {
+        if (params->field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) {
+            ep->err_mode = params->err_mode;
+        }
+        if (params->field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLER) {
+            ep->err_cb  = params->err_handler.cb;
+            ep->err_arg = params->err_handler.arg;
+        }
+        if (params->field_mask & UCP_EP_PARAM_FIELD_USER_DATA) {
+            ep->user_data = params->user_data;
+            ep->err_arg   = params->user_data;
+        }
+        if ((params->field_mask & UCP_EP_PARAM_FIELD_NAME) && (params->name != NULL)) {
+            snprintf(ep->name, sizeof(ep->name), "%s", params->name);
+        }
+        *ep_p = ep;
+    }
+    ucp_worker_unlock(worker);
+    free(addr);
+    return status;
+}
+
+void ucp_worker_destroy_zombies(ucp_worker_h worker)
+{
+    while (!ucs_list_is_empty(&worker->zombies)) {
+        ucp_ep_destroy_internal(ucs_list_head_elem(&worker->zombies, struct ucp_ep,
+                                                   link));
+    }
+}
+
+ucp_ep_h ucp_worker_find_ep(ucp_worker_h worker, uint64_t uuid)
+{
+    ucp_ep_h ep;
+
+    ucs_list_for_each(ep, &worker->eps, link) {
+        if ((ep->remote_uuid == uuid) &&
+            !(ep->flags & (UCP_EP_FLAG_FAILED | UCP_EP_FLAG_CLOSING))) {
+            return ep;
+        }
+    }
+    return NULL;
+}
+
+/* ---- the ordered send queue --------------------------------------------- */
+
+/* The transport has resources again. The queue is progressed from
+ * ucp_worker_progress(), outside the transport's pending dispatch: there it
+ * may add itself to the pending queue again, and a flush sees no stale
+ * entry of ours. */
+static ucs_status_t ucp_ep_pending_cb(uct_pending_req_t *self)
+{
+    ucp_ep_h ep = ucs_container_of(self, struct ucp_ep, pending);
+
+    ep->flags &= ~UCP_EP_FLAG_PENDING;
+    if (!(ep->flags & UCP_EP_FLAG_READY)) {
+        ep->flags |= UCP_EP_FLAG_READY;
+        ucs_list_add_tail(&ep->worker->ready, &ep->ready_link);
+    }
+    return UCS_OK;
+}
+
+unsigned ucp_worker_progress_ready(ucp_worker_h worker)
+{
+    unsigned count = 0;
+    ucp_ep_h ep;
+
+    while (!ucs_list_is_empty(&worker->ready)) {
+        ep = ucs_list_extract_head_elem(&worker->ready, struct ucp_ep, ready_link);
+        ep->flags &= ~UCP_EP_FLAG_READY;
+        ucp_ep_progress_queue(ep);
+        ++count;
+    }
+    return count;
+}
+
+static void ucp_ep_flush_done(ucp_request_t *req, ucs_status_t status);
+static ucs_status_t ucp_ep_flush_progress(ucp_request_t *req);
+
+int ucp_ep_progress_queue(ucp_ep_h ep)
+{
+    ucs_status_t status;
+    ucp_request_t *req;
+    int blocked = 0;
+
+    if (ep->flags & UCP_EP_FLAG_IN_PROGRESS) {
+        return 0; /* re-entered from a transport callback: the outer loop runs */
+    }
+    ep->flags |= UCP_EP_FLAG_IN_PROGRESS;
+    while (!ucs_queue_is_empty(&ep->send_q) && !(ep->flags & UCP_EP_FLAG_FAILED)) {
+        req    = ucs_queue_head_elem_non_empty(&ep->send_q, ucp_request_t, queue);
+        status = req->progress(req);
+        if (status == UCS_INPROGRESS) {
+            continue;
+        } else if (status == UCS_ERR_NO_RESOURCE) {
+            blocked = 1;
+            if (!(ep->flags & UCP_EP_FLAG_PENDING)) {
+                ep->pending.func = ucp_ep_pending_cb;
+                status = uct_ep_pending_add(ep->uct_ep, &ep->pending, 0);
+                if (status == UCS_ERR_BUSY) {
+                    continue; /* resources came back: retry now */
+                }
+                ep->flags |= UCP_EP_FLAG_PENDING;
+            }
+            break;
+        }
+        /* Finished, or failed: it leaves the queue either way. Its progress
+         * function has completed it (or will, e.g. on an acknowledgement). */
+        ucs_queue_pull_non_empty(&ep->send_q);
+        if (req->flags & UCP_REQ_FLAG_FLUSH_DONE) {
+            ucp_ep_flush_done(req, UCS_OK);
+            continue;
+        }
+        if (status != UCS_OK) {
+            ucp_ep_set_failed(ep, status, 1);
+            ucp_request_complete(req, status);
+            break;
+        }
+    }
+    ep->flags &= ~UCP_EP_FLAG_IN_PROGRESS;
+    return blocked;
+}
+
+void ucp_ep_push(ucp_ep_h ep, ucp_request_t *req)
+{
+    req->ep = ep;
+    ucs_queue_push(&ep->send_q, &req->queue);
+    ucp_ep_progress_queue(ep);
+}
+
+/* ---- control messages ---------------------------------------------------- */
+
+static ucs_status_t ucp_ep_ack_progress(ucp_request_t *req)
+{
+    ucs_status_t status;
+
+    status = uct_ep_am_short(req->ep->uct_ep, UCP_AM_ID_SYNC_ACK,
+                             req->u.ctrl.ack_id, NULL, 0);
+    if (status == UCS_OK) {
+        ucp_request_complete(req, UCS_OK);
+    }
+    return status;
+}
+
+ucs_status_t ucp_ep_send_ack(ucp_ep_h ep, uint64_t sync_id)
+{
+    ucp_request_t *req;
+
+    if (ucs_queue_is_empty(&ep->send_q) &&
+        (uct_ep_am_short(ep->uct_ep, UCP_AM_ID_SYNC_ACK, sync_id, NULL, 0) ==
+         UCS_OK)) {
+        return UCS_OK;
+    }
+    req = ucp_request_get(ep->worker, NULL);
+    if (req == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    req->flags        |= UCP_REQ_FLAG_INTERNAL;
+    req->u.ctrl.ack_id = sync_id;
+    req->progress      = ucp_ep_ack_progress;
+    ucp_ep_push(ep, req);
+    return UCS_OK;
+}
+
+/* ---- failure ------------------------------------------------------------- */
+
+void ucp_ep_set_failed(ucp_ep_h ep, ucs_status_t status, int notify)
+{
+    ucp_worker_h worker = ep->worker;
+    ucp_request_t *req, *tmp;
+
+    if (ep->flags & UCP_EP_FLAG_FAILED) {
+        return;
+    }
+    ucs_debug("ucp: ep %s (%s) failed: %s", ep->name, ucp_ep_tl_name(ep),
+              ucs_status_string(status));
+    ep->flags |= UCP_EP_FLAG_FAILED;
+    ep->status = status;
+    uct_ep_pending_purge(ep->uct_ep, NULL, NULL);
+    ep->flags &= ~UCP_EP_FLAG_PENDING;
+
+    while (!ucs_queue_is_empty(&ep->send_q)) {
+        req = ucs_queue_pull_elem_non_empty(&ep->send_q, ucp_request_t, queue);
+        if (req->flags & UCP_REQ_FLAG_IN_SYNC_LIST) {
+            ucs_list_del(&req->list);
+            req->flags &= ~UCP_REQ_FLAG_IN_SYNC_LIST;
+        }
+        if (req->progress == ucp_ep_flush_progress) {
+            ucp_ep_flush_done(req, status);
+        } else {
+            ucp_request_complete(req, status);
+        }
+    }
+    ucs_list_for_each_safe(req, tmp, &worker->sync_reqs, list) {
+        if (req->ep == ep) {
+            ucs_list_del(&req->list);
+            req->flags &= ~UCP_REQ_FLAG_IN_SYNC_LIST;
+            ucp_request_complete(req, status);
+        }
+    }
+    ucp_tag_ep_failed(worker, ep->remote_uuid, status);
+
+    if (notify && (ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) &&
+        !(ep->flags & (UCP_EP_FLAG_INTERNAL | UCP_EP_FLAG_CLOSING))) {
+        ep->flags |= UCP_EP_FLAG_NOTIFY;
+        ucs_list_add_tail(&worker->notify, &ep->notify_link);
+    } else if (notify && (ep->err_mode != UCP_ERR_HANDLING_MODE_PEER) &&
+               !(ep->flags & UCP_EP_FLAG_INTERNAL)) {
+        ucs_error("ucp: endpoint %s to a failed peer: %s", ep->name,
+                  ucs_status_string(status));
+    }
+}
+
+ucs_status_t ucp_worker_iface_error(void *arg, uct_ep_h uct_ep, ucs_status_t status)
+{
+    ucp_worker_iface_t *wiface = arg;
+    ucp_ep_h ep;
+
+    ucs_list_for_each(ep, &wiface->worker->eps, link) {
+        if (ep->uct_ep == uct_ep) {
+            ucp_ep_set_failed(ep, status, 1);
+            return UCS_OK;
+        }
+    }
+    return UCS_OK;
+}
+
+static size_t ucp_ep_pack_nothing(void *dest, void *arg)
+{
+    (void)dest;
+    (void)arg;
+    return 0;
+}
+
+/* A peer that died while we wait for it (a sync send's acknowledgement)
+ * sends nothing that would tell us: probe it now and then. */
+unsigned ucp_worker_keepalive(ucp_worker_h worker)
+{
+    uint64_t now = 0;
+    ucp_request_t *req;
+    ssize_t ret;
+
+    ucs_list_for_each(req, &worker->sync_reqs, list) {
+        ucp_ep_h ep = req->ep;
+        if ((ep->err_mode != UCP_ERR_HANDLING_MODE_PEER) ||
+            (ep->flags & UCP_EP_FLAG_FAILED)) {
+            continue;
+        }
+        if (now == 0) {
+            now = ucs_get_time_ns();
+        }
+        if (now < ep->next_keepalive_ns) {
+            continue;
+        }
+        ep->next_keepalive_ns = now + UCP_KEEPALIVE_INTERVAL_NS;
+        ret = uct_ep_am_bcopy(ep->uct_ep, UCP_AM_ID_KEEPALIVE,
+                              ucp_ep_pack_nothing, NULL, UCT_SEND_FLAG_PEER_CHECK);
+        if ((ret < 0) && (ret != UCS_ERR_NO_RESOURCE)) {
+            ucp_ep_set_failed(ep, (ucs_status_t)ret, 1);
+            return 1; /* the list changed under us */
+        }
+    }
+    return 0;
+}
+
+/* ---- flush and close ----------------------------------------------------- */
+
+void ucp_ep_destroy_internal(ucp_ep_h ep)
+{
+    ucp_request_t *req, *tmp;
+
+    if (ep->flags & UCP_EP_FLAG_READY) {
+        ucs_list_del(&ep->ready_link);
+    }
+
+    ucs_list_for_each_safe(req, tmp, &ep->worker->sync_reqs, list) {
+        if (req->ep == ep) {
+            ucs_list_del(&req->list);
+            req->flags &= ~UCP_REQ_FLAG_IN_SYNC_LIST;
+            ucp_request_complete(req, UCS_ERR_CANCELED);
+        }
+    }
+    if (ep->flags & UCP_EP_FLAG_NOTIFY) {
+        ucs_list_del(&ep->notify_link);
+    }
+    if (!(ep->flags & UCP_EP_FLAG_FAILED)) {
+        uct_ep_pending_purge(ep->uct_ep, NULL, NULL);
+    }
+    ucs_list_del(&ep->link);
+    uct_ep_destroy(ep->uct_ep);
+    free(ep);
+}
+
+static void ucp_ep_flush_done(ucp_request_t *req, ucs_status_t status)
+{
+    ucp_request_t *parent = req->u.ctrl.parent;
+    ucp_ep_h ep           = req->ep;
+
+    if (req->u.ctrl.close) {
+        /* Destroyed from the worker's own context, never from inside a
+         * transport call that may still be using the uct ep. */
+        ucs_list_del(&ep->link);
+        ucs_list_add_tail(&ep->worker->zombies, &ep->link);
+    }
+    ucp_request_complete(req, status);
+    if (parent != NULL) {
+        ucp_worker_flush_child_complete(parent);
+    }
+}
+
+static void ucp_ep_flush_comp(uct_completion_t *comp)
+{
+    ucp_request_t *req = ucs_container_of(comp, ucp_request_t, u.ctrl.comp);
+
+    ucp_ep_flush_done(req, comp->status);
+}
+
+static ucs_status_t ucp_ep_flush_progress(ucp_request_t *req)
+{
+    ucs_status_t status;
+
+    req->u.ctrl.comp.func   = ucp_ep_flush_comp;
+    req->u.ctrl.comp.count  = 1;
+    req->u.ctrl.comp.status = UCS_OK;
+    status = uct_ep_flush(req->ep->uct_ep, 0, &req->u.ctrl.comp);
+    if (status == UCS_OK) {
+        /* Finished once out of the queue (the ep may go away then). */
+        req->flags |= UCP_REQ_FLAG_FLUSH_DONE;
+        return UCS_OK;
+    } else if (status == UCS_INPROGRESS) {
+        return UCS_OK; /* the completion finishes it */
+    }
+    return status;
+}
+
+ucs_status_ptr_t ucp_ep_flush_internal(ucp_ep_h ep,
+                                       const ucp_request_param_t *param,
+                                       ucp_request_t *parent, int close)
+{
+    ucp_request_t *req;
+
+    req = ucp_request_get(ep->worker, param);
+    if (req == NULL) {
+        return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    }
+    if (parent != NULL) {
+        req->flags |= UCP_REQ_FLAG_INTERNAL;
+    } else {
+        req->flags |= UCP_REQ_FLAG_IN_CALL;
+        ucp_request_set_callback(req, param, 0);
+    }
+    req->u.ctrl.parent = parent;
+    req->u.ctrl.close  = close;
+    req->progress      = ucp_ep_flush_progress;
+    if (close) {
+        ep->flags |= UCP_EP_FLAG_CLOSING;
+    }
+    ucp_ep_push(ep, req);
+    if (parent != NULL) {
+        return req + 1;
+    }
+    return ucp_request_finish_call(req, param);
+}
+
+ucs_status_ptr_t ucp_ep_flush_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
+{
+    ucp_worker_h worker = ep->worker;
+    ucs_status_ptr_t ret;
+
+    ucp_worker_lock(worker);
+    if (ep->flags & UCP_EP_FLAG_FAILED) {
+        ret = UCS_STATUS_PTR(ep->status);
+    } else {
+        ret = ucp_ep_flush_internal(ep, param, NULL, 0);
+    }
+    ucp_worker_unlock(worker);
+    return ret;
+}
+
+ucs_status_ptr_t ucp_ep_flush_nb(ucp_ep_h ep, unsigned flags, ucp_send_callback_t cb)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t ret;
+
+    (void)flags;
+    memset(&param, 0, sizeof(param));
+    ucp_worker_lock(ep->worker);
+    ret = ucp_ep_flush_nbx(ep, &param);
+    if ((ret != NULL) && !UCS_PTR_IS_ERR(ret) && (cb != NULL)) {
+        ucp_request_t *req = (ucp_request_t*)ret - 1;
+        req->cb.send = cb;
+        req->flags  |= UCP_REQ_FLAG_CB_SEND;
+    }
+    ucp_worker_unlock(ep->worker);
+    return ret;
+}
+
+ucs_status_ptr_t ucp_ep_close_nbx(ucp_ep_h ep, const ucp_request_param_t *param)
+{
+    ucp_worker_h worker = ep->worker;
+    ucs_status_ptr_t ret = NULL;
+    int force;
+
+    force = (param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_FLAGS) &&
+            (param->flags & UCP_EP_CLOSE_FLAG_FORCE);
+    ucp_worker_lock(worker);
+    ucs_debug("ucp: closing ep %s%s", ep->name, force ? " (force)" : "");
+    if (force || (ep->flags & UCP_EP_FLAG_FAILED)) {
+        ep->flags |= UCP_EP_FLAG_CLOSING;
+        ucp_ep_set_failed(ep, UCS_ERR_CANCELED, 0);
+        ucp_ep_destroy_internal(ep);
+    } else {
+        ret = ucp_ep_flush_internal(ep, param, NULL, 1);
+        ucp_worker_destroy_zombies(worker);
+    }
+    ucp_worker_unlock(worker);
+    return ret;
+}
+
+ucs_status_ptr_t ucp_ep_close_nb(ucp_ep_h ep, unsigned mode)
+{
+    ucp_request_param_t param;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = (mode == UCP_EP_CLOSE_MODE_FORCE) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    return ucp_ep_close_nbx(ep, &param);
+}
+
+ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h ep)
+{
+    return ucp_ep_close_nb(ep, UCP_EP_CLOSE_MODE_FLUSH);
+}
+
+ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr)
+{
+    if (attr->field_mask & (UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR |
+                            UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (attr->field_mask & UCP_EP_ATTR_FIELD_NAME) {
+        snprintf(attr->name, sizeof(attr->name), "%s", ep->name);
+    }
+    return UCS_OK;
+}

@@ -1,0 +1,387 @@
+/**
+ * @file ucp_int.h
+ * Private objects of libucp: context, worker, endpoint, request, receive
+ * descriptor, datatype state, and the prototypes that tie the files of
+ * src/ucp together. Nothing here is visible to applications.
+ *
+ * Locking: every public entry point that touches a worker takes the worker
+ * lock (a recursive mutex, used only in UCS_THREAD_MODE_MULTI), so code below
+ * the API runs single-threaded per worker; transport callbacks run from
+ * ucp_worker_progress() with the lock held.
+ */
+#ifndef UCP_INT_H_
+#define UCP_INT_H_
+
+#include <ucp/api/ucp.h>
+#include <ucp/core/ucp_config.h>
+#include <uct/api/uct.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/datastruct/queue.h>
+#include <ucs/debug/log.h>
+
+#include <pthread.h>
+
+BEGIN_C_DECLS
+
+/* ---- context ------------------------------------------------------------ */
+
+/** A memory domain the context opened. */
+typedef struct ucp_md_entry {
+    uct_component_h component;
+    char            component_name[UCT_COMPONENT_NAME_MAX];
+    char            md_name[UCT_MD_NAME_MAX];
+    uct_md_h        md;
+    uct_md_attr_t   attr;
+} ucp_md_entry_t;
+
+/** A transport resource selected by UCX_TLS. */
+typedef struct ucp_tl_rsc {
+    unsigned               md_index;
+    uct_tl_resource_desc_t desc;
+} ucp_tl_rsc_t;
+
+/** Memory-type lookup hook: a later CUDA layer replaces the host default. */
+typedef ucs_memory_type_t (*ucp_memtype_lookup_func_t)(const void *buffer,
+                                                       size_t length);
+
+struct ucp_context {
+    uint64_t                       features;
+    size_t                         user_req_size;
+    ucp_request_init_callback_t    req_init;
+    ucp_request_cleanup_callback_t req_cleanup;
+    uint64_t                       tag_sender_mask;
+    int                            mt_shared;
+    char                           name[UCP_ENTITY_NAME_MAX];
+    ucp_md_entry_t                 *mds;
+    unsigned                       num_mds;
+    ucp_tl_rsc_t                   *rscs;
+    unsigned                       num_rscs;
+    ucp_memtype_lookup_func_t      memtype_lookup;
+    int                            proto_info;
+};
+
+/* ---- requests ----------------------------------------------------------- */
+
+enum {
+    UCP_REQ_FLAG_COMPLETED     = UCS_BIT(0),
+    UCP_REQ_FLAG_RELEASED      = UCS_BIT(1),  /* the user freed it */
+    UCP_REQ_FLAG_EXTERNAL      = UCS_BIT(2),  /* user-provided memory */
+    UCP_REQ_FLAG_CB_SEND       = UCS_BIT(3),
+    UCP_REQ_FLAG_CB_SEND_NBX   = UCS_BIT(4),
+    UCP_REQ_FLAG_CB_RECV       = UCS_BIT(5),
+    UCP_REQ_FLAG_CB_RECV_NBX   = UCS_BIT(6),
+    UCP_REQ_FLAG_IN_CALL       = UCS_BIT(7),  /* starting call still running */
+    UCP_REQ_FLAG_EXPECTED      = UCS_BIT(8),  /* in the expected queue */
+    UCP_REQ_FLAG_SYNC          = UCS_BIT(9),
+    UCP_REQ_FLAG_SYNC_ACKED    = UCS_BIT(10),
+    UCP_REQ_FLAG_LOCAL_DONE    = UCS_BIT(11),
+    UCP_REQ_FLAG_IN_SYNC_LIST  = UCS_BIT(12),
+    UCP_REQ_FLAG_RECV          = UCS_BIT(13),
+    UCP_REQ_FLAG_INTERNAL      = UCS_BIT(14), /* no user ever sees it */
+    UCP_REQ_FLAG_FLUSH_DONE    = UCS_BIT(15)
+};
+
+/** Where a datatype operation stands (contig, iov or generic). */
+typedef struct ucp_dt_state {
+    void           *buffer;
+    size_t         count;
+    ucp_datatype_t datatype;
+    size_t         length;       /* packed length (capacity for receives) */
+    void           *generic;     /* generic datatype state, or NULL */
+} ucp_dt_state_t;
+
+typedef struct ucp_request ucp_request_t;
+
+/** Moves a queued request forward on its endpoint: UCS_OK when finished
+ *  (it leaves the queue), UCS_INPROGRESS to be called again, 
+ *  UCS_ERR_NO_RESOURCE to wait for the transport, or an error. */
+typedef ucs_status_t (*ucp_req_progress_func_t)(ucp_request_t *req);
+
+struct ucp_request {
+    uint32_t                flags;
+    ucs_status_t            status;
+    union {
+        ucp_send_callback_t         send;
+        ucp_send_nbx_callback_t     send_nbx;
+        ucp_tag_recv_callback_t     recv;
+        ucp_tag_recv_nbx_callback_t recv_nbx;
+    } cb;
+    void                    *user_data;
+    ucp_worker_h            worker;
+    ucp_ep_h                ep;
+    ucp_req_progress_func_t progress;
+    ucs_queue_elem_t        queue;     /* ep send queue */
+    ucs_list_link_t         list;      /* expected queue, sync list, free list */
+    ucp_dt_state_t          dt;
+    union {
+        struct {
+            ucp_tag_t tag;
+            size_t    offset;
+            uint64_t  msg_id;
+            uint64_t  sync_id;
+        } send;
+        struct {
+            ucp_tag_t           tag;
+            ucp_tag_t           tag_mask;
+            ucp_tag_recv_info_t info;
+        } recv;
+        struct {
+            ucp_request_t    *parent;   /* worker flush waiting for us */
+            unsigned         pending;   /* children not yet done */
+            uct_completion_t comp;
+            int              close;     /* destroy the ep when done */
+            uint64_t         ack_id;    /* a sync ack to send */
+            const void       *blob;     /* wireup: our address */
+            size_t           blob_len;
+        } ctrl;
+    } u;
+} __attribute__((aligned(16)));
+
+/* ---- receive descriptors ------------------------------------------------ */
+
+/** A message that arrived before a receive matched it, or one whose
+ *  fragments are still arriving. */
+struct ucp_recv_desc {
+    ucs_list_link_t list;     /* unexpected queue */
+    ucs_list_link_t rx_link;  /* in-flight fragmented messages */
+    ucp_tag_t       tag;
+    size_t          length;   /* message length */
+    size_t          received; /* bytes arrived so far */
+    uint64_t        uuid;     /* sender worker */
+    uint64_t        msg_id;
+    uint64_t        sync_id;  /* 0: not a sync send */
+    int             in_unexp;
+    int             in_rx;
+    char            *data;    /* while unmatched */
+    ucp_request_t   *req;     /* once matched */
+};
+
+/* ---- worker and endpoints ----------------------------------------------- */
+
+typedef struct ucp_worker_iface {
+    ucp_worker_h     worker;
+    unsigned         rsc_index;
+    uct_iface_h      iface;
+    uct_iface_attr_t attr;
+} ucp_worker_iface_t;
+
+enum {
+    UCP_EP_FLAG_INTERNAL     = UCS_BIT(0), /* made by a peer's wireup */
+    UCP_EP_FLAG_FAILED       = UCS_BIT(1),
+    UCP_EP_FLAG_CLOSING      = UCS_BIT(2),
+    UCP_EP_FLAG_WIREUP_SENT  = UCS_BIT(3),
+    UCP_EP_FLAG_NOTIFY       = UCS_BIT(4), /* in the worker's notify list */
+    UCP_EP_FLAG_IN_PROGRESS  = UCS_BIT(5), /* send queue being processed */
+    UCP_EP_FLAG_PENDING      = UCS_BIT(6), /* uct pending request added */
+    UCP_EP_FLAG_READY        = UCS_BIT(7)  /* in the worker's ready list */
+};
+
+struct ucp_ep {
+    ucp_worker_h            worker;
+    ucs_list_link_t         link;         /* worker's ep list */
+    ucs_list_link_t         notify_link;
+    ucs_list_link_t         ready_link;   /* worker's ready list */
+    unsigned                flags;
+    ucs_status_t            status;
+    uct_ep_h                uct_ep;
+    ucp_worker_iface_t      *wiface;
+    uint64_t                remote_uuid;
+    size_t                  max_short;    /* eager payload via am_short */
+    size_t                  max_bcopy;    /* am_bcopy segment */
+    ucp_err_handling_mode_t err_mode;
+    ucp_err_handler_cb_t    err_cb;
+    void                    *err_arg;
+    void                    *user_data;
+    ucs_queue_head_t        send_q;
+    uct_pending_req_t       pending;
+    uint64_t                next_keepalive_ns;
+    char                    name[UCP_ENTITY_NAME_MAX];
+};
+
+struct ucp_worker {
+    ucp_context_h      context;
+    ucs_thread_mode_t  thread_mode;
+    pthread_mutex_t    lock;
+    int                mt;
+    uint64_t           uuid;
+    uct_worker_h       uct_worker;
+    ucp_worker_iface_t *ifaces;
+    unsigned           num_ifaces;
+    ucs_list_link_t    eps;
+    ucs_list_link_t    zombies;      /* closed eps to destroy */
+    ucs_list_link_t    ready;        /* eps whose transport has room again */
+    ucs_list_link_t    notify;       /* failed eps whose handler is due */
+    ucs_list_link_t    expected;
+    ucs_list_link_t    unexpected;
+    ucs_list_link_t    rx_inflight;
+    ucs_list_link_t    sync_reqs;
+    ucs_list_link_t    free_reqs;
+    unsigned           live_reqs;    /* allocated and not given back */
+    uint64_t           next_msg_id;
+    uint64_t           next_sync_id;
+    int                epfd;
+    int                signal_fd;
+    int                wakeup;
+    int                destroying;   /* no more callbacks */
+    int                user_event_fd;
+    uint64_t           flags;
+    void               *user_data;
+    char               name[UCP_ENTITY_NAME_MAX];
+    void               *address;     /* our packed address, for wireup */
+    size_t             address_len;
+};
+
+static inline void ucp_worker_lock(ucp_worker_h worker)
+{
+    if (worker->mt) {
+        pthread_mutex_lock(&worker->lock);
+    }
+}
+
+static inline void ucp_worker_unlock(ucp_worker_h worker)
+{
+    if (worker->mt) {
+        pthread_mutex_unlock(&worker->lock);
+    }
+}
+
+/* ---- active message ids ------------------------------------------------- */
+
+enum {
+    UCP_AM_ID_EAGER_ONLY = 1,  /* [tag][data] */
+    UCP_AM_ID_EAGER_SYNC,      /* [tag][uuid][sync_id][data] */
+    UCP_AM_ID_EAGER_FIRST,     /* [tag][uuid][msg_id][length][sync_id][data] */
+    UCP_AM_ID_EAGER_MIDDLE,    /* [uuid][msg_id][offset][data] */
+    UCP_AM_ID_SYNC_ACK,        /* [sync_id] */
+    UCP_AM_ID_WIREUP,          /* [uuid][address] */
+    UCP_AM_ID_KEEPALIVE,       /* nothing */
+    UCP_AM_ID_LAST
+};
+
+#define UCP_EAGER_SYNC_HDR   (3 * sizeof(uint64_t))
+#define UCP_EAGER_FIRST_HDR  (5 * sizeof(uint64_t))
+#define UCP_EAGER_MIDDLE_HDR (3 * sizeof(uint64_t))
+
+/* ---- prototypes --------------------------------------------------------- */
+
+/* ucp_request.c */
+/** A request for an operation on @a worker: the caller's memory when @a param
+ *  has UCP_OP_ATTR_FIELD_REQUEST, else one from the worker's free list (or a
+ *  new one, initialised with the context's request_init). NULL: no memory. */
+ucp_request_t *ucp_request_get(ucp_worker_h worker,
+                               const ucp_request_param_t *param);
+/** Give a library-owned request back to the free list (no-op for the
+ *  application's memory). */
+void ucp_request_put(ucp_request_t *req);
+/** Complete an operation once: callback (unless the starting call still
+ *  runs, the user freed it, or the worker is being destroyed). */
+void ucp_request_complete(ucp_request_t *req, ucs_status_t status);
+/** Take the completion callback and user data from @a param. */
+void ucp_request_set_callback(ucp_request_t *req,
+                              const ucp_request_param_t *param, int recv);
+/** End of a starting call: NULL/error for an immediate completion (unless
+ *  NO_IMM_CMPL), else the request pointer the application sees. */
+ucs_status_ptr_t ucp_request_finish_call(ucp_request_t *req,
+                                         const ucp_request_param_t *param);
+/** Free the worker's request objects (request_cleanup on each). */
+void ucp_worker_release_requests(ucp_worker_h worker);
+
+/* ucp_dt.c: contig, IOV and generic data at arbitrary packed offsets */
+/** Begin using @a buffer as a send (@a recv 0) or receive; sets the length
+ *  (the capacity for a receive). */
+ucs_status_t ucp_dt_state_init(ucp_dt_state_t *state, const void *buffer,
+                               size_t count, ucp_datatype_t datatype, int recv);
+/** End of use (generic: finish); safe to call twice. */
+void ucp_dt_state_finish(ucp_dt_state_t *state);
+/** Pack [offset, offset + length) into @a dest; returns the bytes written. */
+size_t ucp_dt_pack(ucp_dt_state_t *state, size_t offset, void *dest,
+                   size_t length);
+/** Unpack bytes that belong at @a offset; what exceeds the capacity is
+ *  dropped (truncation is reported by the caller). */
+ucs_status_t ucp_dt_unpack(ucp_dt_state_t *state, size_t offset,
+                           const void *src, size_t length);
+
+/* ucp_address.c: the worker address blob */
+typedef struct ucp_address_entry {
+    char                    tl_name[UCT_TL_NAME_MAX];
+    char                    component_name[UCT_COMPONENT_NAME_MAX];
+    uint8_t                 dev_type;
+    const uct_device_addr_t *dev_addr;   /* points into the blob */
+    size_t                  dev_addr_len;
+    const uct_iface_addr_t  *iface_addr; /* points into the blob, or NULL */
+    size_t                  iface_addr_len;
+} ucp_address_entry_t;
+
+#define UCP_ADDRESS_MAX_ENTRIES 64
+
+typedef struct ucp_unpacked_address {
+    uint8_t             boot_id[16];
+    uint64_t            uuid;
+    uint32_t            pid;
+    unsigned            num_entries;
+    ucp_address_entry_t entries[UCP_ADDRESS_MAX_ENTRIES];
+} ucp_unpacked_address_t;
+
+/** Pack the worker's address (UCP_WORKER_ADDRESS_FLAG_* in @a flags) into a
+ *  malloc'ed buffer. */
+ucs_status_t ucp_address_pack(ucp_worker_h worker, uint32_t flags,
+                              void **buffer_p, size_t *length_p);
+/** Length a blob claims, read from its header only (the header size when
+ *  the header is not sane, for the unpacker to report). */
+size_t ucp_address_length(const void *buffer);
+/** Check and parse a blob; UCS_ERR_INVALID_ADDR with an error message when
+ *  it is truncated or corrupt. Entries point into @a buffer. */
+ucs_status_t ucp_address_unpack(const void *buffer, size_t length,
+                                ucp_unpacked_address_t *addr);
+
+/* ucp_ep.c */
+/** Choose a transport for @a addr and connect (worker lock held). */
+ucs_status_t ucp_ep_create_from_address(ucp_worker_h worker,
+                                        const ucp_unpacked_address_t *addr,
+                                        unsigned ep_flags, int loopback,
+                                        ucp_ep_h *ep_p);
+/** Append @a req to the ep's ordered send queue and move the queue. */
+void ucp_ep_push(ucp_ep_h ep, ucp_request_t *req);
+/** Move the send queue; returns non-zero when blocked by the transport. */
+int ucp_ep_progress_queue(ucp_ep_h ep);
+/** Destroy the eps closed since the last call (outside transport calls). */
+void ucp_worker_destroy_zombies(ucp_worker_h worker);
+/** Progress the eps whose transport has room again. */
+unsigned ucp_worker_progress_ready(ucp_worker_h worker);
+/** Fail an ep: its operations complete with @a status; with @a notify, the
+ *  user's error handler is called from the next progress. */
+void ucp_ep_set_failed(ucp_ep_h ep, ucs_status_t status, int notify);
+/** Free an ep and its uct ep now. */
+void ucp_ep_destroy_internal(ucp_ep_h ep);
+/** A usable ep to the worker @a uuid, or NULL. */
+ucp_ep_h ucp_worker_find_ep(ucp_worker_h worker, uint64_t uuid);
+/** Acknowledge sync send @a sync_id to the peer of @a ep. */
+ucs_status_t ucp_ep_send_ack(ucp_ep_h ep, uint64_t sync_id);
+/** Queue a flush of @a ep (close: destroy it afterwards); with @a parent it
+ *  is an internal child of a worker flush. */
+ucs_status_ptr_t ucp_ep_flush_internal(ucp_ep_h ep,
+                                       const ucp_request_param_t *param,
+                                       ucp_request_t *parent, int close);
+/** uct error handler of every iface (arg: the ucp_worker_iface_t). */
+ucs_status_t ucp_worker_iface_error(void *arg, uct_ep_h uct_ep,
+                                    ucs_status_t status);
+/** Probe peers that owe us an acknowledgement (error mode PEER). */
+unsigned ucp_worker_keepalive(ucp_worker_h worker);
+
+/* tag */
+/** Install the tag protocols' active-message handlers on an iface. */
+void ucp_tag_set_am_handlers(ucp_worker_iface_t *wiface);
+/** Drop queued messages and cancel receives (worker destroy). */
+void ucp_tag_worker_cleanup(ucp_worker_h worker);
+/** Fail receives of messages still arriving from worker @a uuid. */
+void ucp_tag_ep_failed(ucp_worker_h worker, uint64_t uuid, ucs_status_t status);
+/** UCX_PROTO_INFO output for a new ep. */
+void ucp_proto_info_print(ucp_ep_h ep);
+
+/* context */
+/** Default memory-type lookup: everything is host memory. */
+ucs_memory_type_t ucp_memtype_host_lookup(const void *buffer, size_t length);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,355 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+/*
+ * Memory registration (ucp_mem_map) and remote keys.
+ *
+ * A region is registered with every md of the context that can register its
+ * memory type; with UCP_MEM_MAP_ALLOCATE it is allocated by the first md that
+ * can allocate it (posix: shared memory another process can map), else by
+ * malloc and registered.
+ *
+ * Packed remote key, version 1:
+ *   magic u32 "UCPK", version u16, count u16, mem_type u8, pad[7],
+ *   address u64, length u64, then per md: comp_len u8, component name,
+ *   rkey_len u16, the md's packed key.
+ */
+
+#include <ucp/core/ucp_int.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define UCP_RKEY_MAGIC   0x4b504355u /* "UCPK" */
+#define UCP_RKEY_VERSION 1
+
+struct ucp_mem {
+    ucp_context_h     context;
+    void              *address;
+    size_t            length;
+    ucs_memory_type_t mem_type;
+    int               alloc_md;    /* md that allocated it, -1: none */
+    int               malloced;    /* we malloc'ed it */
+    uct_mem_h         *uct_memh;   /* per md of the context, or NULL */
+};
+
+struct ucp_rkey {
+    uct_component_h   component;
+    uct_rkey_bundle_t bundle;
+    uint64_t          address;
+    size_t            length;
+    ucs_memory_type_t mem_type;
+};
+
+typedef struct {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t count;
+    uint8_t  mem_type;
+    uint8_t  pad[7];
+    uint64_t address;
+    uint64_t length;
+} ucp_rkey_header_t;
+
+static void ucp_mem_release(ucp_mem_h memh)
+{
+    ucp_context_h context = memh->context;
+    unsigned i;
+
+    for (i = 0; i < context->num_mds; ++i) {
+        if ((memh->uct_memh[i] == NULL) || ((int)i == memh->alloc_md)) {
+            continue;
+        }
+        uct_md_mem_dereg(context->mds[i].md, memh->uct_memh[i]);
+    }
+    if (memh->alloc_md >= 0) {
+        uct_md_mem_free(context->mds[memh->alloc_md].md,
+                        memh->uct_memh[memh->alloc_md]);
+    }
+    if (memh->malloced) {
+        free(memh->address);
+    }
+    free(memh->uct_memh);
+    free(memh);
+}
+
+static ucs_status_t ucp_mem_allocate(ucp_mem_h memh, unsigned flags)
+{
+    ucp_context_h context = memh->context;
+    size_t length;
+    void *address;
+    unsigned i;
+
+    for (i = 0; i < context->num_mds; ++i) {
+        const uct_md_attr_t *attr = &context->mds[i].attr;
+        if (!(attr->cap.flags & UCT_MD_FLAG_ALLOC) ||
+            !(attr->cap.alloc_mem_types & UCS_BIT(memh->mem_type))) {
+            continue;
+        }
+        length  = memh->length;
+        address = memh->address;
+        if (uct_md_mem_alloc(context->mds[i].md, &length, &address, memh->mem_type,
+                             ((flags & UCP_MEM_MAP_FIXED) ? UCT_MD_MEM_FLAG_FIXED : 0) |
+                             UCT_MD_MEM_ACCESS_ALL, "ucp_mem_map",
+                             &memh->uct_memh[i]) == UCS_OK) {
+            memh->address  = address;
+            memh->alloc_md = (int)i;
+            ucs_debug("ucp: allocated %zu bytes at %p with md %s", memh->length,
+                      address, context->mds[i].md_name);
+            return UCS_OK;
+        }
+    }
+    if ((memh->mem_type != UCS_MEMORY_TYPE_HOST) || (flags & UCP_MEM_MAP_FIXED)) {
+        ucs_error("ucp_mem_map: no memory domain can allocate %s memory%s",
+                  ucs_memory_type_names[memh->mem_type],
+                  (flags & UCP_MEM_MAP_FIXED) ? " at a fixed address" : "");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (posix_memalign(&memh->address, 64, memh->length) != 0) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    memh->malloced = 1;
+    return UCS_OK;
+}
+
+ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *params,
+                         ucp_mem_h *memh_p)
+{
+    unsigned flags = 0, i;
+    ucs_status_t status;
+    ucp_mem_h memh;
+
+    if ((params == NULL) || (memh_p == NULL) ||
+        !(params->field_mask & UCP_MEM_MAP_PARAM_FIELD_LENGTH)) {
+        ucs_error("ucp_mem_map: the length is required");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (params->field_mask & UCP_MEM_MAP_PARAM_FIELD_FLAGS) {
+        flags = params->flags;
+    }
+    if (!(flags & UCP_MEM_MAP_ALLOCATE) && (params->length > 0) &&
+        (!(params->field_mask & UCP_MEM_MAP_PARAM_FIELD_ADDRESS) ||
+         (params->address == NULL))) {
+        ucs_error("ucp_mem_map: an address is required without UCP_MEM_MAP_ALLOCATE");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    memh = calloc(1, sizeof(*memh));
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    memh->uct_memh = calloc(context->num_mds + 1, sizeof(*memh->uct_memh));
+    if (memh->uct_memh == NULL) {
+        free(memh);
+        return UCS_ERR_NO_MEMORY;
+    }
+    memh->context  = context;
+    memh->alloc_md = -1;
+    memh->length   = params->length;
+    memh->address  = (params->field_mask & UCP_MEM_MAP_PARAM_FIELD_ADDRESS) ?
+                     params->address : NULL;
+    if ((params->field_mask & UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE) &&
+        (params->memory_type < UCS_MEMORY_TYPE_UNKNOWN)) {
+        memh->mem_type = params->memory_type;
+    } else if (flags & UCP_MEM_MAP_ALLOCATE) {
+        memh->mem_type = UCS_MEMORY_TYPE_HOST;
+    } else {
+        memh->mem_type = context->memtype_lookup(memh->address, memh->length);
+    }
+    if (memh->length == 0) {
+        *memh_p = memh; /* a valid handle that maps nothing */
+        return UCS_OK;
+    }
+
+    if (flags & UCP_MEM_MAP_ALLOCATE) {
+        status = ucp_mem_allocate(memh, flags);
+        if (status != UCS_OK) {
+            goto err;
+        }
+    }
+    for (i = 0; i < context->num_mds; ++i) {
+        const uct_md_attr_t *attr = &context->mds[i].attr;
+        if (((int)i == memh->alloc_md) || !(attr->cap.flags & UCT_MD_FLAG_REG) ||
+            !(attr->cap.reg_mem_types & UCS_BIT(memh->mem_type))) {
+            continue;
+        }
+        status = uct_md_mem_reg(context->mds[i].md, memh->address, memh->length,
+                                UCT_MD_MEM_ACCESS_ALL, &memh->uct_memh[i]);
+        if (status != UCS_OK) {
+            ucs_debug("ucp: md %s did not register %p: %s", context->mds[i].md_name,
+                      memh->address, ucs_status_string(status));
+            memh->uct_memh[i] = NULL;
+        }
+    }
+    *memh_p = memh;
+    return UCS_OK;
+
+err:
+    ucp_mem_release(memh);
+    return status;
+}
+
+ucs_status_t ucp_mem_unmap(ucp_context_h context, ucp_mem_h memh)
+{
+    if ((memh == NULL) || (memh->context != context)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp_mem_release(memh);
+    return UCS_OK;
+}
+
+ucs_status_t ucp_mem_query(const ucp_mem_h memh, ucp_mem_attr_t *attr)
+{
+    if (attr->field_mask & UCP_MEM_ATTR_FIELD_ADDRESS) {
+        attr->address = memh->address;
+    }
+    if (attr->field_mask & UCP_MEM_ATTR_FIELD_LENGTH) {
+        attr->length = memh->length;
+    }
+    if (attr->field_mask & UCP_MEM_ATTR_FIELD_MEM_TYPE) {
+        attr->mem_type = memh->mem_type;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
+                            ucp_mem_advise_params_t *params)
+{
+    uint64_t mask = UCP_MEM_ADVISE_PARAM_FIELD_ADDRESS |
+                    UCP_MEM_ADVISE_PARAM_FIELD_LENGTH |
+                    UCP_MEM_ADVISE_PARAM_FIELD_ADVICE;
+    uintptr_t start, end;
+
+    (void)context;
+    if ((params == NULL) || ((params->field_mask & mask) != mask)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    start = (uintptr_t)params->address;
+    end   = start + params->length;
+    if ((start < (uintptr_t)memh->address) || (end < start) ||
+        (end > (uintptr_t)memh->address + memh->length)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK; /* advice only: every md maps eagerly */
+}
+
+ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h memh,
+                           void **rkey_buffer_p, size_t *size_p)
+{
+    ucp_rkey_header_t hdr;
+    size_t size, comp_len;
+    uint16_t len16;
+    unsigned i;
+    char *buf, *p;
+
+    memset(&hdr, 0, sizeof(hdr));
+    size = sizeof(hdr);
+    for (i = 0; i < context->num_mds; ++i) {
+        if (memh->uct_memh[i] != NULL) {
+            size += 1 + strlen(context->mds[i].component_name) + 2 +
+                    context->mds[i].attr.rkey_packed_size;
+            ++hdr.count;
+        }
+    }
+    buf = malloc(size);
+    if (buf == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    hdr.magic    = UCP_RKEY_MAGIC;
+    hdr.version  = UCP_RKEY_VERSION;
+    hdr.mem_type = (uint8_t)memh->mem_type;
+    hdr.address  = (uintptr_t)memh->address;
+    hdr.length   = memh->length;
+    memcpy(buf, &hdr, sizeof(hdr));
+    p = buf + sizeof(hdr);
+    for (i = 0; i < context->num_mds; ++i) {
+        if (memh->uct_memh[i] == NULL) {
+            continue;
+        }
+        comp_len = strlen(context->mds[i].component_name);
+        *p++     = (char)comp_len;
+        memcpy(p, context->mds[i].component_name, comp_len);
+        p    += comp_len;
+        len16 = (uint16_t)context->mds[i].attr.rkey_packed_size;
+        memcpy(p, &len16, 2);
+        p += 2;
+        if ((len16 > 0) &&
+            (uct_md_mkey_pack(context->mds[i].md, memh->uct_memh[i], p) != UCS_OK)) {
+            free(buf);
+            return UCS_ERR_IO_ERROR;
+        }
+        p += len16;
+    }
+    *rkey_buffer_p = buf;
+    *size_p        = size;
+    return UCS_OK;
+}
+
+void ucp_rkey_buffer_release(void *rkey_buffer)
+{
+    free(rkey_buffer);
+}
+
+ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer,
+                                ucp_rkey_h *rkey_p)
+{
+    ucp_context_h context = ep->worker->context;
+    const ucp_md_entry_t *md =
+        &context->mds[context->rscs[ep->wiface->rsc_index].md_index];
+    const char *p = (const char*)rkey_buffer + sizeof(ucp_rkey_header_t);
+    ucp_rkey_header_t hdr;
+    ucs_status_t status;
+    ucp_rkey_h rkey;
+    uint16_t len16;
+    uint8_t comp_len;
+    unsigned i;
+
+    memcpy(&hdr, rkey_buffer, sizeof(hdr));
+    if ((hdr.magic != UCP_RKEY_MAGIC) || (hdr.version != UCP_RKEY_VERSION) ||
+        (hdr.mem_type >= UCS_MEMORY_TYPE_UNKNOWN)) {
+        ucs_error("ucp_ep_rkey_unpack: not a packed remote key of this library");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    for (i = 0; i < hdr.count; ++i) {
+        comp_len = (uint8_t)*p++;
+        memcpy(&len16, p + comp_len, 2);
+        if ((comp_len == strlen(md->component_name)) &&
+            !memcmp(p, md->component_name, comp_len)) {
+            rkey = calloc(1, sizeof(*rkey));
+            if (rkey == NULL) {
+                return UCS_ERR_NO_MEMORY;
+            }
+            status = uct_rkey_unpack(md->component, p + comp_len + 2, &rkey->bundle);
+            if (status != UCS_OK) {
+                free(rkey);
+                return status;
+            }
+            rkey->component = md->component;
+            rkey->address   = hdr.address;
+            rkey->length    = hdr.length;
+            rkey->mem_type  = (ucs_memory_type_t)hdr.mem_type;
+            *rkey_p         = rkey;
+            return UCS_OK;
+        }
+        p += comp_len + 2 + len16;
+    }
+    ucs_debug("ucp: no key for %s in a packed rkey of %u entries",
+              md->component_name, hdr.count);
+    return UCS_ERR_UNREACHABLE;
+}
+
+ucs_status_t ucp_rkey_ptr(ucp_rkey_h rkey, uint64_t raddr, void **addr_p)
+{
+    if ((raddr < rkey->address) || (raddr >= rkey->address + rkey->length)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return (uct_rkey_ptr(rkey->component, &rkey->bundle, raddr, addr_p) == UCS_OK) ?
+           UCS_OK : UCS_ERR_UNREACHABLE;
+}
+
+void ucp_rkey_destroy(ucp_rkey_h rkey)
+{
+    uct_rkey_release(rkey->component, &rkey->bundle);
+    free(rkey);
+}

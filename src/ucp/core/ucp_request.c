@@ -1,0 +1,209 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include <ucp/core/ucp_int.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The application's part of a request starts right after ours. */
+static inline ucp_request_t *ucp_request_of(void *user_req)
+{
+    return (ucp_request_t*)user_req - 1;
+}
+
+ucp_request_t *ucp_request_get(ucp_worker_h worker,
+                               const ucp_request_param_t *param)
+{
+    ucp_context_h context = worker->context;
+    ucp_request_t *req;
+
+    if ((param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_REQUEST)) {
+        req = ucp_request_of(param->request);
+        memset(req, 0, sizeof(*req));
+        req->flags = UCP_REQ_FLAG_EXTERNAL;
+    } else if (!ucs_list_is_empty(&worker->free_reqs)) {
+        req = ucs_list_extract_head_elem(&worker->free_reqs, ucp_request_t, list);
+        memset(req, 0, sizeof(*req));
+        ++worker->live_reqs;
+    } else {
+        req = aligned_alloc(16, (sizeof(*req) + context->user_req_size + 15) &
+                                ~(size_t)15);
+        if (req == NULL) {
+            return NULL;
+        }
+        memset(req, 0, sizeof(*req));
+        if (context->req_init != NULL) {
+            context->req_init(req + 1);
+        }
+        ++worker->live_reqs;
+    }
+    req->worker = worker;
+    req->status = UCS_INPROGRESS;
+    ucs_list_head_init(&req->list);
+    return req;
+}
+
+void ucp_request_put(ucp_request_t *req)
+{
+    ucp_worker_h worker = req->worker;
+
+    if (req->flags & UCP_REQ_FLAG_EXTERNAL) {
+        return;
+    }
+    --worker->live_reqs;
+    ucs_list_add_head(&worker->free_reqs, &req->list);
+}
+
+void ucp_worker_release_requests(ucp_worker_h worker)
+{
+    ucp_context_h context = worker->context;
+    ucp_request_t *req;
+
+    while (!ucs_list_is_empty(&worker->free_reqs)) {
+        req = ucs_list_extract_head_elem(&worker->free_reqs, ucp_request_t, list);
+        if (context->req_cleanup != NULL) {
+            context->req_cleanup(req + 1);
+        }
+        free(req);
+    }
+}
+
+void ucp_request_set_callback(ucp_request_t *req,
+                              const ucp_request_param_t *param, int recv)
+{
+    if (param == NULL) {
+        return;
+    }
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) {
+        if (recv) {
+            req->cb.recv_nbx = param->cb.recv;
+            req->flags      |= (param->cb.recv != NULL) ? UCP_REQ_FLAG_CB_RECV_NBX : 0;
+        } else {
+            req->cb.send_nbx = param->cb.send;
+            req->flags      |= (param->cb.send != NULL) ? UCP_REQ_FLAG_CB_SEND_NBX : 0;
+        }
+    }
+    if (param->op_attr_mask & UCP_OP_ATTR_FIELD_USER_DATA) {
+        req->user_data = param->user_data;
+    }
+}
+
+static void ucp_request_invoke_cb(ucp_request_t *req)
+{
+    void *user_req = req + 1;
+
+    if (req->flags & UCP_REQ_FLAG_CB_SEND) {
+        req->cb.send(user_req, req->status);
+    } else if (req->flags & UCP_REQ_FLAG_CB_SEND_NBX) {
+        req->cb.send_nbx(user_req, req->status, req->user_data);
+    } else if (req->flags & UCP_REQ_FLAG_CB_RECV) {
+        req->cb.recv(user_req, req->status, &req->u.recv.info);
+    } else if (req->flags & UCP_REQ_FLAG_CB_RECV_NBX) {
+        req->cb.recv_nbx(user_req, req->status, &req->u.recv.info,
+                         req->user_data);
+    }
+}
+
+/* Called exactly once per operation. While the starting call runs, the
+ * callback waits for ucp_request_finish_call(), which decides between an
+ * immediate completion (no callback) and a returned request. */
+void ucp_request_complete(ucp_request_t *req, ucs_status_t status)
+{
+    ucp_dt_state_finish(&req->dt);
+    req->status = status;
+    req->flags |= UCP_REQ_FLAG_COMPLETED;
+    if (req->flags & UCP_REQ_FLAG_IN_CALL) {
+        return;
+    }
+    if (req->flags & UCP_REQ_FLAG_INTERNAL) {
+        ucp_request_put(req);
+        return;
+    }
+    if (!(req->flags & UCP_REQ_FLAG_RELEASED)) {
+        if (!req->worker->destroying) {
+            ucp_request_invoke_cb(req);
+        }
+    } else {
+        ucp_request_put(req);
+    }
+}
+
+ucs_status_ptr_t ucp_request_finish_call(ucp_request_t *req,
+                                         const ucp_request_param_t *param)
+{
+    uint32_t attr = (param != NULL) ? param->op_attr_mask : 0;
+
+    req->flags &= ~UCP_REQ_FLAG_IN_CALL;
+    if (!(req->flags & UCP_REQ_FLAG_COMPLETED)) {
+        return req + 1;
+    }
+    if (attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) {
+        ucp_request_invoke_cb(req);
+        return req + 1;
+    }
+    if ((attr & UCP_OP_ATTR_FIELD_RECV_INFO) && (req->flags & UCP_REQ_FLAG_RECV) &&
+        (param->recv_info.tag_info != NULL)) {
+        *param->recv_info.tag_info = req->u.recv.info;
+    }
+    {
+        ucs_status_t status = req->status;
+        ucp_request_put(req);
+        return (status == UCS_OK) ? NULL : UCS_STATUS_PTR(status);
+    }
+}
+
+ucs_status_t ucp_request_check_status(void *request)
+{
+    ucp_request_t *req = ucp_request_of(request);
+
+    return (req->flags & UCP_REQ_FLAG_COMPLETED) ? req->status : UCS_INPROGRESS;
+}
+
+ucs_status_t ucp_request_test(void *request, ucp_tag_recv_info_t *info)
+{
+    ucp_request_t *req = ucp_request_of(request);
+
+    if (!(req->flags & UCP_REQ_FLAG_COMPLETED)) {
+        return UCS_INPROGRESS;
+    }
+    if ((info != NULL) && (req->flags & UCP_REQ_FLAG_RECV)) {
+        *info = req->u.recv.info;
+    }
+    return req->status;
+}
+
+void ucp_request_free(void *request)
+{
+    ucp_request_t *req    = ucp_request_of(request);
+    ucp_worker_h   worker = req->worker;
+
+    ucp_worker_lock(worker);
+    if (req->flags & UCP_REQ_FLAG_COMPLETED) {
+        ucp_request_put(req);
+    } else {
+        req->flags |= UCP_REQ_FLAG_RELEASED;
+    }
+    ucp_worker_unlock(worker);
+}
+
+void ucp_request_release(void *request)
+{
+    ucp_request_free(request);
+}
+
+void ucp_request_cancel(ucp_worker_h worker, void *request)
+{
+    ucp_request_t *req = ucp_request_of(request);
+
+    ucp_worker_lock(worker);
+    if ((req->flags & UCP_REQ_FLAG_EXPECTED) &&
+        !(req->flags & UCP_REQ_FLAG_COMPLETED)) {
+        ucs_list_del(&req->list);
+        req->flags &= ~UCP_REQ_FLAG_EXPECTED;
+        ucs_debug("ucp: canceled receive %p", request);
+        ucp_request_complete(req, UCS_ERR_CANCELED);
+    }
+    ucp_worker_unlock(worker);
+}

@@ -1,0 +1,402 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+/*
+ * Eager tag send protocols over uct active messages (host memory):
+ *   short  -- am_short, tag as the 8-byte header, payload <= max_short;
+ *   bcopy  -- one am_bcopy segment [tag][data];
+ *   multi  -- first [tag][uuid][msg_id][length][sync_id][data], then
+ *             middles [uuid][msg_id][offset][data] until the end;
+ *   sync   -- single [tag][uuid][sync_id][data], or multi with sync_id set;
+ *             the request completes when the receiver's ack arrives.
+ * Everything goes through the endpoint's ordered queue, so messages of one
+ * endpoint reach the receiver in order and a large one is never overtaken.
+ */
+
+#include <ucp/core/ucp_int.h>
+
+#include <string.h>
+
+typedef struct {
+    ucp_request_t *req;
+    size_t        hdr_len;
+    uint64_t      hdr[5];
+    size_t        length;
+} ucp_tag_pack_ctx_t;
+
+static size_t ucp_tag_pack(void *dest, void *arg)
+{
+    ucp_tag_pack_ctx_t *ctx = arg;
+    ucp_request_t *req      = ctx->req;
+    size_t packed;
+
+    memcpy(dest, ctx->hdr, ctx->hdr_len);
+    packed = ucp_dt_pack(&req->dt, req->u.send.offset, (char*)dest + ctx->hdr_len,
+                         ctx->length);
+    return ctx->hdr_len + packed;
+}
+
+/* The local part of a send is done; a sync send still waits for its ack. */
+static void ucp_tag_send_local_done(ucp_request_t *req)
+{
+    req->flags |= UCP_REQ_FLAG_LOCAL_DONE;
+    if (!(req->flags & UCP_REQ_FLAG_SYNC) || (req->flags & UCP_REQ_FLAG_SYNC_ACKED)) {
+        if (req->flags & UCP_REQ_FLAG_IN_SYNC_LIST) {
+            ucs_list_del(&req->list);
+            req->flags &= ~UCP_REQ_FLAG_IN_SYNC_LIST;
+        }
+        ucp_request_complete(req, UCS_OK);
+    }
+}
+
+void ucp_tag_send_acked(ucp_request_t *req);
+void ucp_tag_send_acked(ucp_request_t *req)
+{
+    req->flags |= UCP_REQ_FLAG_SYNC_ACKED;
+    if (req->flags & UCP_REQ_FLAG_LOCAL_DONE) {
+        ucs_list_del(&req->list);
+        req->flags &= ~UCP_REQ_FLAG_IN_SYNC_LIST;
+        ucp_request_complete(req, UCS_OK);
+    }
+}
+
+static ucs_status_t ucp_tag_send_bcopy(ucp_request_t *req, uint8_t id,
+                                       ucp_tag_pack_ctx_t *ctx)
+{
+    ssize_t ret;
+
+    ctx->req = req;
+    ret = uct_ep_am_bcopy(req->ep->uct_ep, id, ucp_tag_pack, ctx, 0);
+    if (ret < 0) {
+        return (ucs_status_t)ret;
+    }
+    req->u.send.offset += ctx->length;
+    return UCS_OK;
+}
+
+static ucs_status_t ucp_tag_progress_short(ucp_request_t *req)
+{
+    ucs_status_t status;
+
+    status = uct_ep_am_short(req->ep->uct_ep, UCP_AM_ID_EAGER_ONLY,
+                             req->u.send.tag, req->dt.buffer,
+                             (unsigned)req->dt.length);
+    if (status == UCS_OK) {
+        ucp_tag_send_local_done(req);
+    }
+    return status;
+}
+
+static ucs_status_t ucp_tag_progress_single(ucp_request_t *req)
+{
+    ucp_tag_pack_ctx_t ctx;
+    ucs_status_t status;
+    uint8_t id;
+
+    ctx.hdr[0] = req->u.send.tag;
+    if (req->flags & UCP_REQ_FLAG_SYNC) {
+        ctx.hdr[1]  = req->worker->uuid;
+        ctx.hdr[2]  = req->u.send.sync_id;
+        ctx.hdr_len = UCP_EAGER_SYNC_HDR;
+        id          = UCP_AM_ID_EAGER_SYNC;
+    } else {
+        ctx.hdr_len = sizeof(uint64_t);
+        id          = UCP_AM_ID_EAGER_ONLY;
+    }
+    ctx.length = req->dt.length;
+    status     = ucp_tag_send_bcopy(req, id, &ctx);
+    if (status == UCS_OK) {
+        ucp_tag_send_local_done(req);
+    }
+    return status;
+}
+
+static ucs_status_t ucp_tag_progress_multi(ucp_request_t *req)
+{
+    size_t max = req->ep->max_bcopy;
+    ucp_tag_pack_ctx_t ctx;
+    ucs_status_t status;
+    uint8_t id;
+
+    if (req->u.send.offset == 0) {
+        ctx.hdr[0]  = req->u.send.tag;
+        ctx.hdr[1]  = req->worker->uuid;
+        ctx.hdr[2]  = req->u.send.msg_id;
+        ctx.hdr[3]  = req->dt.length;
+        ctx.hdr[4]  = req->u.send.sync_id;
+        ctx.hdr_len = UCP_EAGER_FIRST_HDR;
+        id          = UCP_AM_ID_EAGER_FIRST;
+    } else {
+        ctx.hdr[0]  = req->worker->uuid;
+        ctx.hdr[1]  = req->u.send.msg_id;
+        ctx.hdr[2]  = req->u.send.offset;
+        ctx.hdr_len = UCP_EAGER_MIDDLE_HDR;
+        id          = UCP_AM_ID_EAGER_MIDDLE;
+    }
+    ctx.length = req->dt.length - req->u.send.offset;
+    if (ctx.length > max - ctx.hdr_len) {
+        ctx.length = max - ctx.hdr_len;
+    }
+    status = ucp_tag_send_bcopy(req, id, &ctx);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (req->u.send.offset < req->dt.length) {
+        return UCS_INPROGRESS;
+    }
+    ucp_tag_send_local_done(req);
+    return UCS_OK;
+}
+
+static size_t ucp_tag_pack_wireup(void *dest, void *arg)
+{
+    ucp_request_t *req  = arg;
+    ucp_worker_h worker = req->worker;
+
+    memcpy(dest, &worker->uuid, sizeof(uint64_t));
+    memcpy((char*)dest + sizeof(uint64_t), worker->address, worker->address_len);
+    return sizeof(uint64_t) + worker->address_len;
+}
+
+/* Tells the peer who we are, so that it can acknowledge sync sends even
+ * when it has no endpoint to us. Sent once per endpoint, before the first
+ * sync send, on the same ordered connection. */
+static ucs_status_t ucp_tag_wireup_progress(ucp_request_t *req)
+{
+    ssize_t ret;
+
+    ret = uct_ep_am_bcopy(req->ep->uct_ep, UCP_AM_ID_WIREUP, ucp_tag_pack_wireup,
+                          req, 0);
+    if (ret < 0) {
+        return (ucs_status_t)ret;
+    }
+    ucp_request_complete(req, UCS_OK);
+    return UCS_OK;
+}
+
+static ucs_status_t ucp_tag_send_wireup(ucp_ep_h ep)
+{
+    ucp_request_t *req;
+
+    if (ep->flags & UCP_EP_FLAG_WIREUP_SENT) {
+        return UCS_OK;
+    }
+    if (sizeof(uint64_t) + ep->worker->address_len > ep->max_bcopy) {
+        ucs_error("ucp: worker address (%zu bytes) does not fit a %zu-byte segment",
+                  ep->worker->address_len, ep->max_bcopy);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    req = ucp_request_get(ep->worker, NULL);
+    if (req == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    req->flags   |= UCP_REQ_FLAG_INTERNAL;
+    req->progress = ucp_tag_wireup_progress;
+    ep->flags    |= UCP_EP_FLAG_WIREUP_SENT;
+    ucp_ep_push(ep, req);
+    return UCS_OK;
+}
+
+static ucs_memory_type_t ucp_tag_memtype(ucp_worker_h worker, const void *buffer,
+                                         size_t length,
+                                         const ucp_request_param_t *param)
+{
+    if ((param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) &&
+        (param->memory_type < UCS_MEMORY_TYPE_UNKNOWN)) {
+        return param->memory_type;
+    }
+    return worker->context->memtype_lookup(buffer, length);
+}
+
+static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
+                                            size_t count, ucp_tag_t tag,
+                                            const ucp_request_param_t *param,
+                                            int sync)
+{
+    ucp_worker_h worker = ep->worker;
+    uint32_t attr       = (param != NULL) ? param->op_attr_mask : 0;
+    ucp_datatype_t datatype;
+    ucs_memory_type_t mem_type;
+    ucs_status_ptr_t ret;
+    ucs_status_t status;
+    ucp_request_t *req;
+    size_t length;
+
+    datatype = (attr & UCP_OP_ATTR_FIELD_DATATYPE) ? param->datatype :
+                                                     ucp_dt_make_contig(1);
+    ucp_worker_lock(worker);
+    if (ucs_unlikely(ep->flags & (UCP_EP_FLAG_FAILED | UCP_EP_FLAG_CLOSING))) {
+        ret = UCS_STATUS_PTR((ep->flags & UCP_EP_FLAG_FAILED) ? ep->status :
+                                                                UCS_ERR_CANCELED);
+        goto out;
+    }
+
+    /* Fast path: small contiguous host data on an idle endpoint. */
+    if (!sync && ((datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
+        !(attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && ucs_queue_is_empty(&ep->send_q)) {
+        length = count * (size_t)(datatype >> UCP_DATATYPE_SHIFT);
+        if ((length <= ep->max_short) &&
+            (ucp_tag_memtype(worker, buffer, length, param) == UCS_MEMORY_TYPE_HOST) &&
+            (uct_ep_am_short(ep->uct_ep, UCP_AM_ID_EAGER_ONLY, tag, buffer,
+                             (unsigned)length) == UCS_OK)) {
+            ret = NULL;
+            goto out;
+        }
+    }
+
+    req = ucp_request_get(worker, param);
+    if (req == NULL) {
+        ret = UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+        goto out;
+    }
+    req->flags |= UCP_REQ_FLAG_IN_CALL;
+    ucp_request_set_callback(req, param, 0);
+    status = ucp_dt_state_init(&req->dt, buffer, count, datatype, 0);
+    if (status != UCS_OK) {
+        goto err_req;
+    }
+    mem_type = ucp_tag_memtype(worker, buffer, req->dt.length, param);
+    if (mem_type != UCS_MEMORY_TYPE_HOST) {
+        /* Device memory needs a staging copy (cuda_copy) before the eager
+         * protocols: this is where it will be inserted. */
+        ucs_error("ucp: tag send from %s memory is not supported yet",
+                  ucs_memory_type_names[mem_type]);
+        status = UCS_ERR_UNSUPPORTED;
+        goto err_dt;
+    }
+    req->u.send.tag = tag;
+    if (sync) {
+        status = ucp_tag_send_wireup(ep);
+        if (status != UCS_OK) {
+            goto err_dt;
+        }
+        req->flags          |= UCP_REQ_FLAG_SYNC | UCP_REQ_FLAG_IN_SYNC_LIST;
+        req->u.send.sync_id  = worker->next_sync_id++;
+        req->ep              = ep;
+        ucs_list_add_tail(&worker->sync_reqs, &req->list);
+    }
+
+    if (!sync && (req->dt.length <= ep->max_short) && (req->dt.generic == NULL) &&
+        ((datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG)) {
+        req->progress = ucp_tag_progress_short;
+    } else if (req->dt.length + (sync ? UCP_EAGER_SYNC_HDR : sizeof(uint64_t)) <=
+               ep->max_bcopy) {
+        req->progress = ucp_tag_progress_single;
+    } else {
+        req->progress       = ucp_tag_progress_multi;
+        req->u.send.msg_id  = worker->next_msg_id++;
+    }
+
+    if (attr & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) {
+        /* One attempt, outside the queue: done now or not at all. */
+        if (sync || !ucs_queue_is_empty(&ep->send_q) ||
+            (req->progress == ucp_tag_progress_multi)) {
+            status = UCS_ERR_NO_RESOURCE;
+            goto err_dt;
+        }
+        req->ep = ep;
+        status  = req->progress(req);
+        if (status != UCS_OK) {
+            goto err_dt;
+        }
+    } else {
+        ucp_ep_push(ep, req);
+    }
+    ret = ucp_request_finish_call(req, param);
+out:
+    ucp_worker_unlock(worker);
+    return ret;
+
+err_dt:
+    ucp_dt_state_finish(&req->dt);
+err_req:
+    if (req->flags & UCP_REQ_FLAG_IN_SYNC_LIST) {
+        ucs_list_del(&req->list);
+    }
+    ucp_request_put(req);
+    ucp_worker_unlock(worker);
+    return UCS_STATUS_PTR(status);
+}
+
+ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
+                                  ucp_tag_t tag, const ucp_request_param_t *param)
+{
+    return ucp_tag_send_common(ep, buffer, count, tag, param, 0);
+}
+
+ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void *buffer,
+                                       size_t count, ucp_tag_t tag,
+                                       const ucp_request_param_t *param)
+{
+    ucp_request_param_t p;
+
+    /* Never completes inside the call. */
+    if (param != NULL) {
+        p = *param;
+    } else {
+        memset(&p, 0, sizeof(p));
+    }
+    p.op_attr_mask &= ~(uint32_t)UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+    return ucp_tag_send_common(ep, buffer, count, tag, &p, 1);
+}
+
+static void ucp_tag_param_nb(ucp_request_param_t *param, ucp_datatype_t datatype)
+{
+    memset(param, 0, sizeof(*param));
+    param->op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param->datatype     = datatype;
+}
+
+/* The old calls take a callback without user data: installed after the
+ * request exists, before anyone can complete it (we hold the lock). */
+static ucs_status_ptr_t ucp_tag_send_nb_common(ucp_ep_h ep, const void *buffer,
+                                               size_t count, ucp_datatype_t datatype,
+                                               ucp_tag_t tag, ucp_send_callback_t cb,
+                                               int sync)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t ret;
+    ucp_request_t *req;
+
+    ucp_tag_param_nb(&param, datatype);
+    ucp_worker_lock(ep->worker);
+    ret = ucp_tag_send_common(ep, buffer, count, tag, &param, sync);
+    if ((ret != NULL) && !UCS_PTR_IS_ERR(ret) && (cb != NULL)) {
+        req = (ucp_request_t*)ret - 1;
+        req->cb.send = cb;
+        req->flags  |= UCP_REQ_FLAG_CB_SEND;
+    }
+    ucp_worker_unlock(ep->worker);
+    return ret;
+}
+
+ucs_status_ptr_t ucp_tag_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
+                                 ucp_datatype_t datatype, ucp_tag_t tag,
+                                 ucp_send_callback_t cb)
+{
+    return ucp_tag_send_nb_common(ep, buffer, count, datatype, tag, cb, 0);
+}
+
+ucs_status_ptr_t ucp_tag_send_sync_nb(ucp_ep_h ep, const void *buffer,
+                                      size_t count, ucp_datatype_t datatype,
+                                      ucp_tag_t tag, ucp_send_callback_t cb)
+{
+    return ucp_tag_send_nb_common(ep, buffer, count, datatype, tag, cb, 1);
+}
+
+ucs_status_t ucp_tag_send_nbr(ucp_ep_h ep, const void *buffer, size_t count,
+                              ucp_datatype_t datatype, ucp_tag_t tag, void *req)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t ret;
+
+    ucp_tag_param_nb(&param, datatype);
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_REQUEST;
+    param.request       = req;
+    ret = ucp_tag_send_common(ep, buffer, count, tag, &param, 0);
+    if (ret == NULL) {
+        return UCS_OK;
+    }
+    return UCS_PTR_IS_ERR(ret) ? UCS_PTR_STATUS(ret) : UCS_INPROGRESS;
+}

@@ -1,0 +1,330 @@
+/*
+ * Worker and endpoint behaviour outside tag matching proper: queries,
+ * wakeup (event fd, arm, signal, wait), flushes, the old request calls and
+ * completion rules (immediate completion, NO_IMM_CMPL, application-provided
+ * request memory), close modes, and UCX_PROTO_INFO.
+ */
+#include "ucp_test.h"
+
+#include <poll.h>
+#include <stdlib.h>
+
+#include <thread>
+#include <vector>
+
+using namespace ucx_test;
+
+TEST(test_ucp_worker, query_reports_thread_mode_name_and_address)
+{
+    ucp_entity e("", UCS_THREAD_MODE_MULTI);
+    ucp_worker_attr_t attr;
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE | UCP_WORKER_ATTR_FIELD_NAME |
+                      UCP_WORKER_ATTR_FIELD_ADDRESS |
+                      UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
+    attr.address_flags = UCP_WORKER_ADDRESS_FLAG_NET_ONLY;
+    ASSERT_EQ(UCS_OK, ucp_worker_query(e.worker(), &attr));
+    EXPECT_EQ(UCS_THREAD_MODE_MULTI, attr.thread_mode);
+    EXPECT_GT(strlen(attr.name), 0u);
+    /* A network-only address is shorter, and still connects (tcp). */
+    EXPECT_LT(attr.address_length, e.address().size());
+    std::string net((const char*)attr.address, attr.address_length);
+    ucp_worker_release_address(e.worker(), attr.address);
+    ucp_ep_h ep = e.connect(net);
+    uint64_t v = 7, got = 0;
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    ASSERT_EQ(UCS_OK, e.wait(ucp_tag_send_nbx(ep, &v, 8, 1, &param)));
+    ASSERT_EQ(UCS_OK, e.wait(ucp_tag_recv_nbx(e.worker(), &got, 8, 1, ~0ull, &param)));
+    EXPECT_EQ(7u, got);
+    e.close(ep);
+}
+
+TEST(test_ucp_worker, event_fd_needs_wakeup_feature)
+{
+    ucp_entity e;
+    int fd;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_worker_get_efd(e.worker(), &fd));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_worker_arm(e.worker()));
+}
+
+TEST(test_ucp_worker, signal_wakes_a_waiting_thread_and_the_event_fd)
+{
+    ucp_entity e("tcp", UCS_THREAD_MODE_MULTI, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP);
+    int fd;
+    ASSERT_EQ(UCS_OK, ucp_worker_get_efd(e.worker(), &fd));
+    while (ucp_worker_progress(e.worker()) != 0) {
+    }
+    ASSERT_EQ(UCS_OK, ucp_worker_arm(e.worker()));
+    struct pollfd pfd = {fd, POLLIN, 0};
+    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "nothing happened yet";
+    std::thread t([&] {
+        usleep(50000);
+        ucp_worker_signal(e.worker());
+    });
+    EXPECT_EQ(UCS_OK, ucp_worker_wait(e.worker()));
+    t.join();
+    EXPECT_EQ(1, poll(&pfd, 1, 0));
+}
+
+TEST(test_ucp_worker, arrival_over_tcp_wakes_an_armed_worker)
+{
+    ucp_entity e("tcp", UCS_THREAD_MODE_SINGLE, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP);
+    ucp_entity s("tcp");
+    ucp_ep_h ep = s.connect(e.address());
+    int fd;
+    ASSERT_EQ(UCS_OK, ucp_worker_get_efd(e.worker(), &fd));
+    while (ucp_worker_progress(e.worker()) != 0) {
+    }
+    ucs_status_t status = ucp_worker_arm(e.worker());
+    ASSERT_TRUE((status == UCS_OK) || (status == UCS_ERR_BUSY));
+    uint64_t v = 3;
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    ucs_status_ptr_t sreq = ucp_tag_send_nbx(ep, &v, 8, 1, &param);
+    struct pollfd pfd = {fd, POLLIN, 0};
+    int ready = 0;
+    for (int i = 0; (i < 200) && !ready; ++i) {
+        ucp_worker_progress(s.worker());
+        ready = poll(&pfd, 1, 10);
+    }
+    EXPECT_TRUE((status == UCS_ERR_BUSY) || (ready == 1));
+    uint64_t got = 0;
+    ASSERT_EQ(UCS_OK, e.wait(ucp_tag_recv_nbx(e.worker(), &got, 8, 1, ~0ull, &param)));
+    EXPECT_EQ(3u, got);
+    EXPECT_EQ(UCS_OK, s.wait(sreq));
+    s.close(ep);
+}
+
+TEST(test_ucp_worker, flushes_complete_and_old_blocking_calls_return_ok)
+{
+    ucp_entity e("posix");
+    ucp_ep_h ep = e.connect(e.address());
+    std::vector<char> big(300000, 'b');
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    ucs_status_ptr_t sreq = ucp_tag_send_nbx(ep, big.data(), big.size(), 1, &param);
+    ucs_status_ptr_t flush = ucp_ep_flush_nbx(ep, &param);
+    ucs_status_ptr_t wflush = ucp_worker_flush_nbx(e.worker(), &param);
+    std::vector<char> out(big.size());
+    ASSERT_EQ(UCS_OK, e.wait(ucp_tag_recv_nbx(e.worker(), out.data(), out.size(), 1,
+                                              ~0ull, &param)));
+    EXPECT_EQ(UCS_OK, e.wait(sreq));
+    EXPECT_EQ(UCS_OK, e.wait(flush));
+    EXPECT_EQ(UCS_OK, e.wait(wflush));
+    EXPECT_EQ(UCS_OK, ucp_ep_flush(ep));
+    EXPECT_EQ(UCS_OK, ucp_worker_flush(e.worker()));
+    EXPECT_EQ(UCS_OK, ucp_worker_fence(e.worker()));
+    ucp_ep_destroy(ep);
+}
+
+static int g_send_cb_calls;
+static void send_cb(void *req, ucs_status_t status)
+{
+    EXPECT_EQ(UCS_OK, status);
+    ++g_send_cb_calls;
+    ucp_request_free(req);
+}
+
+static void recv_cb(void *, ucs_status_t status, ucp_tag_recv_info_t *info)
+{
+    EXPECT_EQ(UCS_OK, status);
+    EXPECT_EQ(5u, info->sender_tag);
+    ++g_send_cb_calls;
+}
+
+TEST(test_ucp_worker, old_calls_follow_upstream_completion_rules)
+{
+    ucp_entity e("self");
+    ucp_ep_h ep = e.connect(e.address());
+    uint64_t v = 11, got = 0;
+    g_send_cb_calls = 0;
+    /* Small send completes inside the call: NULL, no callback. */
+    EXPECT_TRUE(ucp_tag_send_nb(ep, &v, 8, ucp_dt_make_contig(1), 5, send_cb) == NULL);
+    EXPECT_EQ(0, g_send_cb_calls);
+    /* The old receive always returns a request; its callback ran already. */
+    ucs_status_ptr_t r = ucp_tag_recv_nb(e.worker(), &got, 8, ucp_dt_make_contig(1), 5,
+                                         ~0ull, recv_cb);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(r));
+    ASSERT_TRUE(r != NULL);
+    EXPECT_EQ(1, g_send_cb_calls);
+    ucp_tag_recv_info_t info;
+    EXPECT_EQ(UCS_OK, ucp_request_test(r, &info));
+    EXPECT_EQ(8u, info.length);
+    ucp_request_release(r);
+    EXPECT_EQ(11u, got);
+
+    /* Application-provided request memory: nbr calls. */
+    ucp_context_attr_t cattr;
+    cattr.field_mask = UCP_ATTR_FIELD_REQUEST_SIZE;
+    ASSERT_EQ(UCS_OK, ucp_context_query(e.context(), &cattr));
+    std::vector<char> rmem(cattr.request_size + 64), smem(cattr.request_size + 64);
+    void *rreq = rmem.data() + cattr.request_size;
+    void *sreq = smem.data() + cattr.request_size;
+    std::vector<char> big(100000, 'q'), out(100000);
+    ASSERT_EQ(UCS_OK, ucp_tag_recv_nbr(e.worker(), out.data(), out.size(),
+                                       ucp_dt_make_contig(1), 6, ~0ull, rreq));
+    ucs_status_t s = ucp_tag_send_nbr(ep, big.data(), big.size(), ucp_dt_make_contig(1),
+                                      6, sreq);
+    ASSERT_TRUE((s == UCS_OK) || (s == UCS_INPROGRESS));
+    while ((s == UCS_INPROGRESS) &&
+           (ucp_request_check_status(sreq) == UCS_INPROGRESS)) {
+        ucp_worker_progress(e.worker());
+    }
+    while (ucp_request_test(rreq, &info) == UCS_INPROGRESS) {
+        ucp_worker_progress(e.worker());
+    }
+    EXPECT_EQ(UCS_OK, ucp_request_test(rreq, &info));
+    EXPECT_EQ(big.size(), info.length);
+    EXPECT_EQ(big, out);
+    e.close(ep);
+}
+
+TEST(test_ucp_worker, no_imm_cmpl_returns_a_request_and_calls_back)
+{
+    ucp_entity e("self");
+    ucp_ep_h ep = e.connect(e.address());
+    static int calls;
+    calls = 0;
+    uint64_t v = 1;
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL | UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.user_data    = &calls;
+    param.cb.send      = [](void *, ucs_status_t, void *ud) { ++*(int*)ud; };
+    ucs_status_ptr_t r = ucp_tag_send_nbx(ep, &v, 8, 1, &param);
+    ASSERT_TRUE(r != NULL);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(r));
+    EXPECT_EQ(UCS_OK, e.wait(r));
+    EXPECT_EQ(1, calls);
+    /* Without it, the same send completes inside the call. */
+    param.op_attr_mask &= ~UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    EXPECT_TRUE(ucp_tag_send_nbx(ep, &v, 8, 1, &param) == NULL);
+    EXPECT_EQ(1, calls);
+    /* A receive of an arrived message completes inside the call too. */
+    uint64_t got;
+    ucp_tag_recv_info_t info;
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask       = UCP_OP_ATTR_FIELD_RECV_INFO;
+    param.recv_info.tag_info = &info;
+    for (int i = 0; i < 10; ++i) {
+        ucp_worker_progress(e.worker());
+    }
+    EXPECT_TRUE(ucp_tag_recv_nbx(e.worker(), &got, 8, 1, ~0ull, &param) == NULL);
+    EXPECT_EQ(8u, info.length);
+    EXPECT_TRUE(ucp_tag_recv_nbx(e.worker(), &got, 8, 1, ~0ull, &param) == NULL);
+    e.close(ep);
+}
+
+TEST(test_ucp_worker, force_close_cancels_an_unacknowledged_sync_send)
+{
+    ucp_entity e("tcp");
+    ucp_entity peer("tcp");
+    ucp_ep_h ep = e.connect(peer.address());
+    std::vector<char> big(1 << 20);
+    static ucs_status_t seen;
+    seen = UCS_OK;
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    param.cb.send      = [](void *req, ucs_status_t s, void *) {
+        seen = s;
+        ucp_request_free(req);
+    };
+    ucs_status_ptr_t r = ucp_tag_send_sync_nbx(ep, big.data(), big.size(), 1, &param);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(r));
+    e.close(ep, true);
+    EXPECT_EQ(UCS_ERR_CANCELED, seen);
+}
+
+TEST(test_ucp_worker, ep_query_gives_name_and_refuses_sockaddr)
+{
+    ucp_entity e("self");
+    ucp_ep_params_t params;
+    std::string addr = e.address();
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_NAME;
+    params.address    = (const ucp_address_t*)addr.data();
+    params.name       = "to-myself";
+    ucp_ep_h ep;
+    ASSERT_EQ(UCS_OK, ucp_ep_create(e.worker(), &params, &ep));
+    ucp_ep_attr_t attr;
+    attr.field_mask = UCP_EP_ATTR_FIELD_NAME;
+    ASSERT_EQ(UCS_OK, ucp_ep_query(ep, &attr));
+    EXPECT_STREQ("to-myself", attr.name);
+    attr.field_mask = UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_ep_query(ep, &attr));
+    params.field_mask |= UCP_EP_PARAM_FIELD_SOCK_ADDR;
+    ucp_ep_h ep2;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_ep_create(e.worker(), &params, &ep2));
+    e.close(ep);
+}
+
+TEST(test_ucp_worker, proto_info_prints_protocol_per_size_range)
+{
+    setenv("UCX_PROTO_INFO", "y", 1);
+    testing::internal::CaptureStdout();
+    {
+        ucp_entity e("posix");
+        ucp_ep_h ep = e.connect(e.address());
+        e.close(ep);
+    }
+    std::string out = testing::internal::GetCapturedStdout();
+    unsetenv("UCX_PROTO_INFO");
+    EXPECT_NE(std::string::npos, out.find("posix/memory")) << out;
+    EXPECT_NE(std::string::npos, out.find("eager short")) << out;
+    EXPECT_NE(std::string::npos, out.find("multi-fragment")) << out;
+}
+
+TEST(test_ucp_worker, address_without_common_transport_is_unreachable)
+{
+    /* A self-only worker's network-only address lists no transport. */
+    ucp_entity a("self");
+    ucp_worker_attr_t attr;
+    attr.field_mask    = UCP_WORKER_ATTR_FIELD_ADDRESS |
+                         UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
+    attr.address_flags = UCP_WORKER_ADDRESS_FLAG_NET_ONLY;
+    ASSERT_EQ(UCS_OK, ucp_worker_query(a.worker(), &attr));
+    ucp_ep_params_t params;
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address    = attr.address;
+    ucp_ep_h ep;
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, ucp_ep_create(a.worker(), &params, &ep));
+    ucp_worker_release_address(a.worker(), attr.address);
+}
+
+TEST(test_ucp_worker, self_transport_connects_two_workers_of_one_process)
+{
+    ucp_entity a("self"), b("self");
+    ucp_ep_h ep = a.connect(b.address());
+    uint64_t v = 99, got = 0;
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    ASSERT_EQ(UCS_OK, a.wait(ucp_tag_send_nbx(ep, &v, 8, 3, &param)));
+    ASSERT_EQ(UCS_OK, b.wait(ucp_tag_recv_nbx(b.worker(), &got, 8, 3, ~0ull, &param)));
+    EXPECT_EQ(99u, got);
+    a.close(ep);
+}
+
+TEST(test_ucp_worker, force_imm_cmpl_sends_now_or_says_no_resource)
+{
+    ucp_entity e("posix");
+    ucp_ep_h ep = e.connect(e.address());
+    std::vector<char> small(1000, 's'), big(100000, 'b');
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+    EXPECT_TRUE(ucp_tag_send_nbx(ep, small.data(), small.size(), 1, &param) == NULL);
+    /* A multi-fragment message cannot go out inside the call. */
+    ucs_status_ptr_t r = ucp_tag_send_nbx(ep, big.data(), big.size(), 1, &param);
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, UCS_PTR_STATUS(r));
+    /* Fill the peer's FIFO (nobody receives): then it says no resource. */
+    ucs_status_ptr_t last = NULL;
+    for (int i = 0; (i < 1000) && (last == NULL); ++i) {
+        last = ucp_tag_send_nbx(ep, small.data(), small.size(), 2, &param);
+    }
+    EXPECT_TRUE(UCS_PTR_IS_ERR(last));
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, UCS_PTR_STATUS(last));
+    e.close(ep, true);
+}
