@@ -5,7 +5,11 @@
 #   2. run the conformance program (test/cudasim/conformance) on the real
 #      driver, save its transcript and diff it with the stored one,
 #      test/cudasim/conformance/h200.expected;
-#   3. run the gtest_cuda suite on the real driver (CUDASIM=no).
+#   3. run the gtest_cuda suite on the real driver (CUDASIM=no);
+#   4. memory-type detection through cudart (test/apps/memtype_cudart,
+#      linked with libcudart.so and with libcudart_static.a) in each
+#      UCX_MEM_CUDA_HOOK_MODE, and the hook/cache benchmarks
+#      (test/bench/memtype_hook_bench, test/bench/memtype_cache_bench).
 # Exits non-zero if any step fails; prints a summary at the end.
 #
 # GPU machines have autoconf/automake but no libtool, so the tree must carry
@@ -22,6 +26,10 @@
 #   JOBS=$(nproc)           make parallelism
 #   CONFIGURE_ARGS=         extra configure arguments
 #   GTEST_ARGS=             extra arguments for gtest_cuda (e.g. a filter)
+#   MEMTYPE_CUDART_STATIC=  memtype_cudart_static built elsewhere (the GPU
+#                           machines have no libcudart_static.a): the binary
+#                           of the libtool build, test/apps/.libs/...; it is
+#                           run against this tree's libucm/libucs
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -133,6 +141,76 @@ if make -j"$jobs" -C test/gtest gtest_cuda >> make.log 2>&1; then
     fi
 else
     fail "gtest_cuda was not built (see $build/make.log)"
+fi
+
+# ---- 4. memory types through cudart, and what the hooks cost ----
+# Two logs only (whatever collects $OUT may take few files): every
+# memtype_cudart run goes to memtype_cudart.log, both benchmarks to
+# memtype_bench.log.
+logdir=$(dirname "$transcript")
+apps_log=$logdir/memtype_cudart.log
+bench_log=$logdir/memtype_bench.log
+: > "$apps_log"
+: > "$bench_log"
+declare -a memtype_apps=()
+if [ -x "$build/test/apps/memtype_cudart" ]; then
+    memtype_apps+=("shared:$build/test/apps/memtype_cudart")
+else
+    fail "test/apps/memtype_cudart was not built (see $build/make.log)"
+fi
+if [ -x "$build/test/apps/memtype_cudart_static" ]; then
+    memtype_apps+=("static:$build/test/apps/memtype_cudart_static")
+elif [ -n "${MEMTYPE_CUDART_STATIC:-}" ] && [ -x "$MEMTYPE_CUDART_STATIC" ]; then
+    memtype_apps+=("static:$MEMTYPE_CUDART_STATIC")
+else
+    note "memtype_cudart_static: SKIPPED (no libcudart_static.a here; build it on a machine that has one and set MEMTYPE_CUDART_STATIC)"
+fi
+# A binary built elsewhere needs this tree's libraries first in the path
+# (the image has Ubuntu's libucm.so.0/libucs.so.0 too).
+memtype_libs=$build/src/ucm/.libs:$build/src/ucs/.libs
+for app in "${memtype_apps[@]}"; do
+    linkage=${app%%:*}
+    bin=${app#*:}
+    for mode in bistro reloc none; do
+        log=$build/memtype_cudart-$linkage-$mode.log
+        UCX_MEM_CUDA_HOOK_MODE=$mode LD_LIBRARY_PATH=$memtype_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+            timeout 120 "$bin" > "$log" 2>&1
+        rc=$?
+        { echo "=== $linkage cudart, UCX_MEM_CUDA_HOOK_MODE=$mode (exit $rc)"; cat "$log"; } >> "$apps_log"
+        if [ $rc -eq 0 ]; then
+            note "memtype_cudart ($linkage cudart, $mode): $(tail -1 "$log" | sed 's/^.*: //')"
+        else
+            fail "memtype_cudart ($linkage cudart, $mode): $(tail -1 "$log") (log: $apps_log)"
+            grep '^FAIL' "$log" | head -10
+        fi
+    done
+done
+
+if [ -x "$build/test/bench/memtype_hook_bench" ]; then
+    log=$build/memtype_hook_bench.log
+    timeout 120 "$build/test/bench/memtype_hook_bench" > "$log" 2>&1
+    rc=$?
+    { echo "=== memtype_hook_bench (exit $rc)"; cat "$log"; } >> "$bench_log"
+    if [ $rc -eq 0 ]; then
+        note "$(grep '^pair' "$log")"
+        note "$(grep '^lookup with' "$log")"
+    else
+        fail "memtype_hook_bench (log: $bench_log)"
+        tail -5 "$log"
+    fi
+else
+    fail "test/bench/memtype_hook_bench was not built (see $build/make.log)"
+fi
+if [ -x "$build/test/bench/memtype_cache_bench" ]; then
+    log=$build/memtype_cache_bench.log
+    timeout 180 "$build/test/bench/memtype_cache_bench" > "$log" 2>&1
+    rc=$?
+    { echo "=== memtype_cache_bench (exit $rc)"; cat "$log"; } >> "$bench_log"
+    if [ $rc -eq 0 ]; then
+        note "memtype_cache_bench: done (log: $bench_log)"
+    else
+        fail "memtype_cache_bench (log: $bench_log)"
+    fi
 fi
 
 finish

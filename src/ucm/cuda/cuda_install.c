@@ -18,6 +18,7 @@
 #include <ucm/cuda/cudamem.h>
 #include <ucm/event/event.h>
 #include <ucm/ucm_config.h>
+#include <ucm/ucm_memtype_provider.h>
 
 #include <ucs/debug/log.h>
 
@@ -90,7 +91,7 @@ static void ucm_cuda_uninstall(void)
 
     /* Without hooks, the tables would go stale. */
     ucm_cuda_track_cleanup();
-    ucm_cuda_installed      = 0;
+    __atomic_store_n(&ucm_cuda_installed, 0, __ATOMIC_RELEASE);
     ucm_cuda_install_status = UCS_OK;
 }
 
@@ -123,7 +124,7 @@ static ucs_status_t ucm_cuda_install_mode(ucm_cuda_hook_mode_t mode)
         return UCS_ERR_UNSUPPORTED;
     }
 
-    ucm_cuda_installed_mode = mode;
+    __atomic_store_n(&ucm_cuda_installed_mode, mode, __ATOMIC_RELAXED);
     for (hook = ucm_cuda_hooks; hook->symbol != NULL; ++hook) {
         hook->target = dlsym(driver, hook->symbol);
         if (hook->target == NULL) {
@@ -161,7 +162,7 @@ static ucs_status_t ucm_cuda_install_mode(ucm_cuda_hook_mode_t mode)
 
     ucs_debug("cuda hooks: %u driver functions hooked in %s mode", count,
               ucm_cuda_mode_name(mode));
-    ucm_cuda_installed = 1;
+    __atomic_store_n(&ucm_cuda_installed, 1, __ATOMIC_RELEASE);
     return UCS_OK;
 }
 
@@ -220,6 +221,15 @@ static ucs_status_t ucm_cuda_test(int events)
     return UCS_OK;
 }
 
+/* Read without the install lock by the memory-type glue, hence atomic. */
+static ucm_cuda_hook_mode_t ucm_cuda_hook_mode(void)
+{
+    if (!__atomic_load_n(&ucm_cuda_installed, __ATOMIC_ACQUIRE)) {
+        return UCM_CUDA_HOOK_MODE_NONE;
+    }
+    return __atomic_load_n(&ucm_cuda_installed_mode, __ATOMIC_RELAXED);
+}
+
 static ucm_event_installer_t ucm_cuda_installer = {
     .name            = "cuda",
     .events          = UCM_EVENT_MEM_TYPE_ALLOC | UCM_EVENT_MEM_TYPE_FREE,
@@ -232,7 +242,14 @@ static ucm_event_installer_t ucm_cuda_installer = {
 /* The module is linked with -z nodelete: its hooks and trampolines may be
  * running in other threads at any time, so it never goes away and needs
  * no destructor. */
+static const ucm_memtype_provider_t ucm_cuda_memtype_provider = {
+    .name      = "cuda",
+    .resolve   = ucm_cuda_resolve,
+    .hook_mode = ucm_cuda_hook_mode
+};
+
 static void UCS_F_CTOR ucm_cuda_module_init(void)
 {
     ucm_event_installer_add(&ucm_cuda_installer);
+    ucm_memtype_set_provider(&ucm_cuda_memtype_provider);
 }

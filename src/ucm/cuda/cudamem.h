@@ -6,7 +6,9 @@
  *   table that names them;
  * - cuda_track.c: what the hooks learned (live allocations, memory pools,
  *   VMM physical allocations) and the events built from it;
- * - cuda_install.c: installing the hooks in the configured mode.
+ * - cuda_install.c: installing the hooks in the configured mode;
+ * - cuda_resolve.c: the memory-type cache's resolver (one driver query for
+ *   memory the hooks never saw).
  *
  * Every hook follows the same pattern: a per-thread guard (so calls the
  * driver, a handler or the module itself make from inside a hook reach the
@@ -19,6 +21,7 @@
 
 #include <ucm/api/ucm.h>
 #include <ucm/bistro/bistro.h>
+#include <ucs/memory/memtype_cache.h>
 #include <ucm/reloc/reloc.h>
 
 #include <cuda.h>
@@ -143,6 +146,23 @@ void ucm_cuda_track_report_existing(ucm_event_callback_t cb, void *arg);
 /** Forget everything (the hooks were removed and can no longer keep the
  *  tables true). */
 void ucm_cuda_track_cleanup(void);
+
+
+/*
+ * Resolver (cuda_resolve.c).
+ */
+
+/**
+ * Describe the memory at @a address for the memory-type cache, with one
+ * cuPointerGetAttributes call (plus cuMemRetainAllocationHandle and
+ * cuMemGetAllocationPropertiesFromHandle for device memory that is neither
+ * legacy, pool nor managed, to recognise VMM). Follows the contract of
+ * ucs_memtype_cache_resolve_func_t; @a arg is unused. Never initialises
+ * the driver: before cuInit (or in a child forked after it) every address
+ * is host memory. Thread safe; its driver calls bypass the hooks.
+ */
+ucs_status_t ucm_cuda_resolve(void *arg, const void *address, size_t length,
+                              ucs_memtype_info_t *info);
 
 END_C_DECLS
 

@@ -1,0 +1,162 @@
+/**
+ * @file cuda_common.h
+ * What the cuda_copy and cuda_ipc transports share: error reporting that
+ * names the failing driver call, the CUDA context an iface works in, a
+ * description of a pointer (memory-type cache first, driver on a miss), and
+ * the stream + event queue that turns asynchronous copies into completions
+ * polled from progress.
+ *
+ * Thread safety: the pointer description may be called from any thread;
+ * a uct_cuda_queue_t belongs to one iface and follows its rules (the caller
+ * serialises).
+ */
+#ifndef UCT_CUDA_COMMON_H_
+#define UCT_CUDA_COMMON_H_
+
+#include <uct/base/uct_iface.h>
+#include <ucs/memory/memtype_cache.h>
+#include <ucs/debug/log.h>
+
+#include <cuda.h>
+
+BEGIN_C_DECLS
+
+#define UCT_CUDA_DEV_NAME "cuda"
+
+/** Name of a CUresult, never NULL. */
+const char *uct_cuda_cu_name(CUresult res);
+
+/**
+ * Call a driver function; on failure log at @a _level, naming the call and
+ * the CUresult, and evaluate to UCS_ERR_IO_ERROR (UCS_OK on success).
+ */
+#define UCT_CUDA_CALL(_level, _call) \
+    ({ \
+        CUresult _res = (_call); \
+        ucs_status_t _st = UCS_OK; \
+        if (_res != CUDA_SUCCESS) { \
+            ucs_log(_level, "%s failed: %s", #_call, uct_cuda_cu_name(_res)); \
+            _st = UCS_ERR_IO_ERROR; \
+        } \
+        _st; \
+    })
+
+/**
+ * cuInit and the number of devices; 0 when the driver is unusable (no
+ * device, or a process forked after cuInit). Logged at debug level.
+ */
+int uct_cuda_device_count(void);
+
+/**
+ * Make sure the calling thread has a current context: the current one, or
+ * else the primary context of device 0 (retained once per process and made
+ * current). @a ctx_p receives it.
+ */
+ucs_status_t uct_cuda_ctx_ensure(CUcontext *ctx_p);
+
+/**
+ * Make @a ctx current for an operation called from a thread where it is
+ * not (UCT allows any thread as long as calls are serialised). @return
+ * whether it was pushed: pass it to uct_cuda_ctx_pop().
+ */
+static UCS_F_ALWAYS_INLINE int uct_cuda_ctx_push(CUcontext ctx)
+{
+    CUcontext cur = NULL;
+
+    if ((cuCtxGetCurrent(&cur) == CUDA_SUCCESS) && (cur == ctx)) {
+        return 0;
+    }
+    return cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
+}
+
+static UCS_F_ALWAYS_INLINE void uct_cuda_ctx_pop(int pushed)
+{
+    CUcontext ctx;
+
+    if (pushed) {
+        (void)cuCtxPopCurrent(&ctx);
+    }
+}
+
+/** What we know about the memory at an address. */
+typedef struct uct_cuda_mem_desc {
+    ucs_memory_type_t        mem_type;   /**< HOST for memory the driver does not know */
+    ucs_memtype_alloc_kind_t alloc_kind;
+    int                      device;     /**< -1 for host memory */
+    void                     *base;      /**< start of the allocation (0 if unknown) */
+    size_t                   length;     /**< its size */
+} uct_cuda_mem_desc_t;
+
+/**
+ * Describe [address, address + length): from the process-wide memory-type
+ * cache when it answers, else with one cuPointerGetAttributes query (not
+ * cached here: whoever fills the cache sees the free events we do not).
+ * Needs no current context. Thread safe.
+ */
+ucs_status_t uct_cuda_mem_describe(const void *address, size_t length,
+                                   uct_cuda_mem_desc_t *desc);
+
+/**
+ * Make blocking copies into device memory at @a address complete before
+ * they return (SYNC_MEMOPS): the current context's flag where the driver
+ * lets us set it (once per context), else per pointer. A pointer that
+ * refuses (VMM memory: NOT_SUPPORTED) is logged at debug level only.
+ */
+void uct_cuda_set_sync_memops(const void *address);
+
+/** One asynchronous operation (or flush marker) waiting for its event. */
+typedef struct uct_cuda_op {
+    CUevent            event;
+    uct_completion_t   *comp;  /**< NULL: nobody waits for it */
+    void               (*done)(void *arg); /**< NULL, or called when it ends */
+    void               *done_arg;
+    struct uct_cuda_op *next;
+} uct_cuda_op_t;
+
+/**
+ * A non-blocking stream and the FIFO of its outstanding operations. Events
+ * of one stream complete in order, so progress polls only the head.
+ */
+typedef struct uct_cuda_queue {
+    CUstream      stream;
+    uct_cuda_op_t *head;
+    uct_cuda_op_t *tail;
+    uct_cuda_op_t *free_ops;   /**< recycled, events kept */
+    unsigned      outstanding;
+} uct_cuda_queue_t;
+
+/** Create the stream (CU_STREAM_NON_BLOCKING) in the current context. */
+ucs_status_t uct_cuda_queue_init(uct_cuda_queue_t *q);
+
+/** Wait for the stream, call the done callbacks of what was outstanding
+ *  (no completion), free events and the stream. */
+void uct_cuda_queue_cleanup(uct_cuda_queue_t *q);
+
+/**
+ * Record an event after the work just queued on the stream and remember
+ * @a comp. @return UCS_INPROGRESS, or an error (the work stays queued; the
+ * caller synchronises the stream).
+ */
+ucs_status_t uct_cuda_queue_push(uct_cuda_queue_t *q, uct_completion_t *comp);
+
+/** As uct_cuda_queue_push(), calling @a done(@a arg) when the work ended
+ *  (before @a comp), also when it failed. On error @a done is not called. */
+ucs_status_t uct_cuda_queue_push_cb(uct_cuda_queue_t *q, uct_completion_t *comp,
+                                    void (*done)(void *arg), void *arg);
+
+/** Complete finished operations in order. @return how many. */
+unsigned uct_cuda_queue_progress(uct_cuda_queue_t *q);
+
+/**
+ * Flush: UCS_OK when nothing is outstanding; else UCS_INPROGRESS and, when
+ * @a comp is given, it completes after everything queued so far.
+ */
+ucs_status_t uct_cuda_queue_flush(uct_cuda_queue_t *q, uct_completion_t *comp);
+
+/** Synchronous copy on the queue's stream (short/bcopy operations). */
+ucs_status_t uct_cuda_queue_copy_sync(uct_cuda_queue_t *q, void *dst,
+                                      const void *src, size_t length);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,90 @@
+/**
+ * @file cuda_copy.h
+ * The cuda_copy transport: copies between host and device memory, and
+ * between device buffers, inside one process. Used by eager protocols
+ * (device data to and from host bounce buffers) and by staging.
+ *
+ * Component and md "cuda_cpy", transport "cuda_copy", device "cuda".
+ * "Remote" addresses are local pointers (rkeys carry nothing); every copy
+ * goes through cuMemcpyAsync with unified addressing, so any direction
+ * works with one call. Zero-copy operations run on one non-blocking stream
+ * per iface and complete from progress (cuEventQuery); short and bcopy
+ * operations finish before they return.
+ */
+#ifndef UCT_CUDA_COPY_H_
+#define UCT_CUDA_COPY_H_
+
+#include "cuda_common.h"
+
+BEGIN_C_DECLS
+
+#define UCT_CUDA_COPY_COMPONENT_NAME "cuda_cpy"
+#define UCT_CUDA_COPY_TL_NAME        "cuda_copy"
+#define UCT_CUDA_COPY_MAX_IOV        16
+
+/** Registration of a memory range, or an allocation of the md. */
+typedef struct uct_cuda_copy_memh {
+    void              *address;
+    size_t            length;
+    int               host_registered; /**< we called cuMemHostRegister: unregister */
+    ucs_memory_type_t alloc_type;      /**< uct_md_mem_alloc(): what to free;
+                                            UNKNOWN for a registration */
+} uct_cuda_copy_memh_t;
+
+typedef struct uct_cuda_copy_iface_config {
+    uct_iface_config_t super;  /**< super.max_bcopy: UCX_CUDA_COPY_MAX_BCOPY */
+    size_t             max_short;
+} uct_cuda_copy_iface_config_t;
+
+typedef struct uct_cuda_copy_iface {
+    uct_base_iface_t super;
+    CUcontext        ctx;
+    uct_cuda_queue_t queue;
+    size_t           max_short;
+    size_t           max_bcopy;
+    void             *bounce;   /**< max_bcopy bytes, pinned when possible */
+    int              bounce_pinned;
+    uint64_t         id;        /**< unique in the process (addresses) */
+} uct_cuda_copy_iface_t;
+
+typedef struct uct_cuda_copy_ep {
+    uct_base_ep_t super;
+} uct_cuda_copy_ep_t;
+
+/** Address blob of the cuda_copy iface: the process it lives in. */
+typedef struct uct_cuda_copy_iface_addr {
+    uint32_t magic;
+    uint32_t reserved;
+    uint64_t proc_id;
+} UCS_S_PACKED uct_cuda_copy_iface_addr_t;
+
+#define UCT_CUDA_COPY_ADDR_MAGIC 0x43704375u /* "uCpC" */
+
+extern uct_component_t uct_cuda_copy_component;
+
+/** Identity of this process (boot id, pid namespace, pid). */
+uint64_t uct_cuda_copy_proc_id(void);
+
+ucs_status_t uct_cuda_copy_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p);
+void uct_cuda_copy_ep_destroy(uct_ep_h ep);
+ucs_status_t uct_cuda_copy_ep_put_short(uct_ep_h ep, const void *buffer,
+                                        unsigned length, uint64_t remote_addr,
+                                        uct_rkey_t rkey);
+ssize_t uct_cuda_copy_ep_put_bcopy(uct_ep_h ep, uct_pack_callback_t pack_cb,
+                                   void *arg, uint64_t remote_addr, uct_rkey_t rkey);
+ucs_status_t uct_cuda_copy_ep_get_bcopy(uct_ep_h ep, uct_unpack_callback_t unpack_cb,
+                                        void *arg, size_t length,
+                                        uint64_t remote_addr, uct_rkey_t rkey,
+                                        uct_completion_t *comp);
+ucs_status_t uct_cuda_copy_ep_put_zcopy(uct_ep_h ep, const uct_iov_t *iov,
+                                        size_t iovcnt, uint64_t remote_addr,
+                                        uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_cuda_copy_ep_get_zcopy(uct_ep_h ep, const uct_iov_t *iov,
+                                        size_t iovcnt, uint64_t remote_addr,
+                                        uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_cuda_copy_ep_flush(uct_ep_h ep, unsigned flags,
+                                    uct_completion_t *comp);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,142 @@
+/**
+ * @file test_uct_cuda.h
+ * Helpers of the cuda_copy / cuda_ipc transport tests: open a transport of
+ * libuct_cuda.so on a process's current context, with an ep to itself
+ * (cuda_copy) or to a peer's iface (cuda_ipc), and wait for completions.
+ * Used only inside processes forked by cuda_in_child()/cuda_two_processes().
+ */
+#ifndef UCX_TEST_UCT_CUDA_H_
+#define UCX_TEST_UCT_CUDA_H_
+
+#include "cuda_test.h"
+#include "uct/uct_test.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#include <memory>
+#include <string>
+
+namespace uct_cuda_test {
+
+/** The resource of transport @a tl ("cuda_copy", "cuda_ipc"), or a failure. */
+inline ucx_test::uct_resource find_resource(const std::string &tl)
+{
+    std::vector<ucx_test::uct_resource> res = ucx_test::uct_enum_resources(tl);
+    if (res.empty()) {
+        throw ucx_test::uct_test_error("transport " + tl + " not found");
+    }
+    return res[0];
+}
+
+/** cuda_in_child(), turning a fixture exception into a readable failure. */
+inline void in_child(const std::function<void()> &fn, double timeout = 60.0)
+{
+    cuda_test::cuda_in_child([&fn] {
+        try {
+            fn();
+        } catch (const std::exception &e) {
+            ADD_FAILURE() << "exception: " << e.what();
+        }
+    }, timeout);
+}
+
+/** Wrap a process function the same way. */
+inline ucx_test::process_fn_t guarded(const ucx_test::process_fn_t &fn)
+{
+    return [fn](ucx_test::oob_channel &ch) {
+        try {
+            fn(ch);
+        } catch (const std::exception &e) {
+            ADD_FAILURE() << "exception: " << e.what();
+        }
+    };
+}
+
+/** Wait until @a comp completed, progressing @a e. */
+inline bool wait_comp(ucx_test::uct_test_entity &e, ucx_test::uct_test_completion &c,
+                      double timeout = 10.0)
+{
+    return ucx_test::uct_progress_until([&e] { return e.progress(); },
+                                        [&c] { return c.done(); }, timeout);
+}
+
+/** Run a zcopy operation; wait for it when it is in progress. */
+inline ucs_status_t zcopy_wait(ucx_test::uct_test_entity &e,
+                               const std::function<ucs_status_t(uct_completion_t*)> &op)
+{
+    ucx_test::uct_test_completion c;
+    ucs_status_t status = op(&c.comp);
+
+    if (status == UCS_INPROGRESS) {
+        if (!wait_comp(e, c)) {
+            return UCS_ERR_TIMED_OUT;
+        }
+        status = c.comp.status;
+    }
+    return status;
+}
+
+inline uct_iov_t make_iov(CUdeviceptr ptr, size_t length, uct_mem_h memh = NULL)
+{
+    uct_iov_t iov;
+
+    iov.buffer = (void*)ptr;
+    iov.length = length;
+    iov.memh   = memh;
+    iov.stride = 0;
+    iov.count  = 1;
+    return iov;
+}
+
+/**
+ * A symbol of the loaded libuct_cuda.so module (loaded RTLD_LOCAL by the
+ * module loader, so found through its path), or NULL.
+ */
+inline void *module_symbol(const char *name)
+{
+    std::string path;
+
+    dl_iterate_phdr([](struct dl_phdr_info *info, size_t, void *arg) -> int {
+        if (strstr(info->dlpi_name, "libuct_cuda.so") != NULL) {
+            *(std::string*)arg = info->dlpi_name;
+            return 1;
+        }
+        return 0;
+    }, &path);
+    if (path.empty()) {
+        return NULL;
+    }
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (handle == NULL) {
+        return NULL;
+    }
+    void *sym = dlsym(handle, name);
+    dlclose(handle);
+    return sym;
+}
+
+/** Mapping-cache statistics of a cuda_ipc iface. */
+struct ipc_cache_stats {
+    uint64_t imports = 0, hits = 0;
+    unsigned regions = 0;
+};
+
+inline ipc_cache_stats cache_stats(uct_iface_h iface)
+{
+    typedef void (*fn_t)(uct_iface_h, uint64_t*, uint64_t*, unsigned*);
+    fn_t fn = (fn_t)module_symbol("uct_cuda_ipc_iface_cache_stats");
+    ipc_cache_stats st;
+
+    if (fn == NULL) {
+        ADD_FAILURE() << "uct_cuda_ipc_iface_cache_stats not found";
+        return st;
+    }
+    fn(iface, &st.imports, &st.hits, &st.regions);
+    return st;
+}
+
+} // namespace uct_cuda_test
+
+#endif

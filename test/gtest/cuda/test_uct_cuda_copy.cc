@@ -1,0 +1,393 @@
+/*
+ * The cuda_copy transport of libuct_cuda.so: memory-type detection for
+ * every allocator kind, registration, and copies between host and device
+ * and between device buffers inside one process, also when the model runs
+ * stream work late (CUDASIM_ASYNC=1), where a completion reported before
+ * the copy finished shows up as wrong data.
+ */
+#include "test_uct_cuda.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace cuda_test;
+using namespace uct_cuda_test;
+using ucx_test::uct_test_entity;
+
+namespace {
+
+/* An entity of cuda_copy with an ep to its own iface. */
+struct copy_ctx {
+    copy_ctx() : e(find_resource("cuda_copy"))
+    {
+        ep = e.create_ep_to_iface(e.device_address(), e.iface_address());
+    }
+
+    uct_test_entity e;
+    uct_ep_h        ep;
+};
+
+std::vector<unsigned char> host_pattern(size_t size, unsigned seed)
+{
+    std::vector<unsigned char> v(size);
+    for (size_t i = 0; i < size; ++i) {
+        v[i] = (unsigned char)(i * 7 + seed);
+    }
+    return v;
+}
+
+} // namespace
+
+class test_uct_cuda_copy : public ::testing::Test {};
+
+TEST_F(test_uct_cuda_copy, module_offers_cuda_copy_and_cuda_ipc_on_device_cuda)
+{
+    in_child([] {
+        init_device();
+        std::vector<ucx_test::uct_resource> copy = ucx_test::uct_enum_resources("cuda_copy");
+        std::vector<ucx_test::uct_resource> ipc  = ucx_test::uct_enum_resources("cuda_ipc");
+        ASSERT_EQ(1u, copy.size());
+        ASSERT_EQ(1u, ipc.size());
+        EXPECT_EQ("cuda_cpy", copy[0].component);
+        EXPECT_EQ("cuda", copy[0].dev_name);
+        EXPECT_EQ("cuda_ipc", ipc[0].component);
+        EXPECT_EQ(UCT_DEVICE_TYPE_ACC, copy[0].dev_type);
+    });
+}
+
+TEST_F(test_uct_cuda_copy, detects_device_memory_of_every_allocator_kind)
+{
+    in_child([] {
+        init_device();
+        copy_ctx c;
+        const mem_kind device_kinds[] = {
+            mem_kind::legacy, mem_kind::async_default_pool, mem_kind::pool_posix_fd,
+            mem_kind::pool_no_handle, mem_kind::vmm_posix_fd, mem_kind::vmm_no_handle,
+            mem_kind::vmm_two_chunks
+        };
+        ucs_memory_type_t type;
+
+        for (mem_kind k : device_kinds) {
+            allocation a;
+            ASSERT_CU(a.allocate(k, 4ul << 20));
+            type = UCS_MEMORY_TYPE_UNKNOWN;
+            EXPECT_UCS_OK(uct_md_detect_memory_type(c.e.md(), (void*)(a.ptr + 100),
+                                                    64, &type)) << kind_name(k);
+            EXPECT_EQ(UCS_MEMORY_TYPE_CUDA, type) << kind_name(k);
+        }
+
+        allocation managed;
+        ASSERT_CU(managed.allocate(mem_kind::managed, 1 << 20));
+        EXPECT_UCS_OK(uct_md_detect_memory_type(c.e.md(), (void*)managed.ptr, 8, &type));
+        EXPECT_EQ(UCS_MEMORY_TYPE_CUDA_MANAGED, type);
+
+        allocation pinned;
+        ASSERT_CU(pinned.allocate(mem_kind::host_alloc, 1 << 20));
+        EXPECT_UCS_STATUS(UCS_ERR_INVALID_ADDR,
+                          uct_md_detect_memory_type(c.e.md(), (void*)pinned.ptr, 8,
+                                                    &type));
+        std::vector<char> host(4096);
+        EXPECT_UCS_STATUS(UCS_ERR_INVALID_ADDR,
+                          uct_md_detect_memory_type(c.e.md(), host.data(), 8, &type));
+    });
+}
+
+TEST_F(test_uct_cuda_copy, mem_query_reports_allocation_base_and_length)
+{
+    in_child([] {
+        init_device();
+        copy_ctx c;
+        allocation a;
+        ASSERT_CU(a.allocate(mem_kind::legacy, 3ul << 20));
+
+        uct_md_mem_attr_t attr;
+        attr.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE |
+                          UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS |
+                          UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH;
+        ASSERT_UCS_OK(uct_md_mem_query(c.e.md(), (void*)(a.ptr + 4096), 16, &attr));
+        EXPECT_EQ(UCS_MEMORY_TYPE_CUDA, attr.mem_type);
+        EXPECT_EQ((void*)a.ptr, attr.base_address);
+        EXPECT_EQ(a.size, attr.alloc_length);
+    });
+}
+
+TEST_F(test_uct_cuda_copy, zcopy_host_to_device_and_back_keeps_data)
+{
+    in_child([] {
+        init_device();
+        copy_ctx c;
+        allocation dev;
+        ASSERT_CU(dev.allocate(mem_kind::legacy, 4ul << 20));
+
+        for (size_t size : {size_t(1), size_t(4099), size_t(3ul << 20)}) {
+            std::vector<unsigned char> src = host_pattern(size, (unsigned)size);
+            std::vector<unsigned char> dst(size, 0);
+            uct_mem_h sm, dm;
+            ASSERT_UCS_OK(uct_md_mem_reg(c.e.md(), src.data(), size,
+                                         UCT_MD_MEM_ACCESS_ALL, &sm));
+            ASSERT_UCS_OK(uct_md_mem_reg(c.e.md(), dst.data(), size,
+                                         UCT_MD_MEM_ACCESS_ALL, &dm));
+
+            uct_iov_t put_iov = make_iov((CUdeviceptr)src.data(), size, sm);
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_put_zcopy(c.ep, &put_iov, 1, dev.ptr, 0, comp);
+            })) << size;
+            uct_iov_t get_iov = make_iov((CUdeviceptr)dst.data(), size, dm);
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_get_zcopy(c.ep, &get_iov, 1, dev.ptr, 0, comp);
+            })) << size;
+            EXPECT_TRUE(src == dst) << "size " << size;
+
+            EXPECT_UCS_OK(uct_md_mem_dereg(c.e.md(), sm));
+            EXPECT_UCS_OK(uct_md_mem_dereg(c.e.md(), dm));
+        }
+    });
+}
+
+TEST_F(test_uct_cuda_copy, zcopy_device_to_device_at_offsets_of_every_exportable_kind)
+{
+    in_child([] {
+        init_device();
+        copy_ctx c;
+        const mem_kind kinds[] = {mem_kind::legacy, mem_kind::pool_posix_fd,
+                                  mem_kind::vmm_two_chunks};
+        const size_t size = 4ul << 20, len = (2ul << 20) + 333;
+
+        for (mem_kind k : kinds) {
+            allocation src, dst;
+            ASSERT_CU(src.allocate(k, size));
+            ASSERT_CU(dst.allocate(k, size));
+            /* Across the chunk boundary of the two-chunk VMM range. */
+            write_pattern(src.ptr + 1000, len, 5);
+            uct_iov_t iov = make_iov(src.ptr + 1000, len);
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_put_zcopy(c.ep, &iov, 1, dst.ptr + 77, 0, comp);
+            })) << kind_name(k);
+            EXPECT_TRUE(check_pattern(dst.ptr + 77, len, 5)) << kind_name(k);
+        }
+    });
+}
+
+TEST_F(test_uct_cuda_copy, short_and_bcopy_copy_both_ways)
+{
+    in_child([] {
+        init_device();
+        copy_ctx c;
+        allocation dev;
+        ASSERT_CU(dev.allocate(mem_kind::legacy, 1 << 20));
+
+        std::vector<unsigned char> src = host_pattern(1000, 3);
+        ASSERT_UCS_OK(uct_ep_put_short(c.ep, src.data(), (unsigned)src.size(),
+                                       dev.ptr + 8, 0));
+        std::vector<unsigned char> back(1000, 0);
+        ASSERT_UCS_OK(uct_ep_get_bcopy(c.ep,
+                                       [](void *arg, const void *data, size_t length) {
+                                           memcpy(arg, data, length);
+                                       },
+                                       back.data(), back.size(), dev.ptr + 8, 0, NULL));
+        EXPECT_TRUE(src == back);
+
+        std::vector<unsigned char> src2 = host_pattern(5000, 9);
+        ssize_t packed = uct_ep_put_bcopy(c.ep,
+                                          [](void *dest, void *arg) -> size_t {
+                                              memcpy(dest, arg, 5000);
+                                              return 5000;
+                                          },
+                                          src2.data(), dev.ptr + 4096, 0);
+        ASSERT_EQ(5000, packed);
+        std::vector<unsigned char> back2(5000, 0);
+        ASSERT_CU(cuMemcpyDtoH(back2.data(), dev.ptr + 4096, back2.size()));
+        EXPECT_TRUE(src2 == back2);
+    });
+}
+
+TEST_F(test_uct_cuda_copy, completion_waits_for_late_stream_work)
+{
+    if (!is_model()) {
+        GTEST_SKIP() << "CUDASIM_ASYNC exists only on the model";
+    }
+    in_child([] {
+        setenv("CUDASIM_ASYNC", "1", 1);
+        setenv("CUDASIM_ASYNC_DELAY_US", "3000", 1);
+        init_device();
+        copy_ctx c;
+        allocation dev;
+        const size_t size = 1 << 20;
+        ASSERT_CU(dev.allocate(mem_kind::legacy, size));
+
+        std::vector<unsigned char> src = host_pattern(size, 11);
+        std::vector<unsigned char> dst(size, 0);
+        uct_iov_t put_iov = make_iov((CUdeviceptr)src.data(), size);
+        uct_iov_t get_iov = make_iov((CUdeviceptr)dst.data(), size);
+
+        ucx_test::uct_test_completion put_c, get_c;
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(c.ep, &put_iov, 1, dev.ptr, 0,
+                                                   &put_c.comp));
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(c.ep, &get_iov, 1, dev.ptr, 0,
+                                                   &get_c.comp));
+        /* The stream is still busy: a flush cannot be done yet. */
+        EXPECT_EQ(UCS_INPROGRESS, uct_iface_flush(c.e.iface(), 0, NULL));
+        EXPECT_FALSE(get_c.done());
+        ASSERT_TRUE(wait_comp(c.e, get_c));
+        EXPECT_TRUE(put_c.done());
+        EXPECT_TRUE(src == dst);
+        EXPECT_UCS_OK(uct_iface_flush(c.e.iface(), 0, NULL));
+    });
+}
+
+TEST_F(test_uct_cuda_copy, flush_completion_follows_outstanding_copies)
+{
+    in_child([] {
+        setenv("CUDASIM_ASYNC", "1", 1);
+        init_device();
+        copy_ctx c;
+        allocation a, b;
+        const size_t size = 2 << 20;
+        ASSERT_CU(a.allocate(mem_kind::legacy, size));
+        ASSERT_CU(b.allocate(mem_kind::legacy, size));
+        write_pattern(a.ptr, size, 21);
+
+        uct_iov_t iov = make_iov(a.ptr, size);
+        ucx_test::uct_test_completion op;
+        ucs_status_t st = uct_ep_put_zcopy(c.ep, &iov, 1, b.ptr, 0, &op.comp);
+        ASSERT_TRUE((st == UCS_OK) || (st == UCS_INPROGRESS));
+        c.e.flush();
+        EXPECT_TRUE((st == UCS_OK) || op.done());
+        EXPECT_TRUE(check_pattern(b.ptr, size, 21));
+    });
+}
+
+TEST_F(test_uct_cuda_copy, registration_pins_host_memory_until_deregistered)
+{
+    in_child([] {
+        init_device();
+        copy_ctx c;
+        std::vector<char> host(1 << 20);
+        CUdeviceptr host_ptr = (CUdeviceptr)host.data();
+        unsigned type        = 0;
+        uct_mem_h memh;
+
+        ASSERT_UCS_OK(uct_md_mem_reg(c.e.md(), host.data(), host.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &memh));
+        /* The driver knows registered host memory, and only that. */
+        EXPECT_CU(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                        host_ptr + 100));
+        EXPECT_EQ((unsigned)CU_MEMORYTYPE_HOST, type);
+        ASSERT_UCS_OK(uct_md_mem_dereg(c.e.md(), memh));
+        EXPECT_NE(CUDA_SUCCESS, cuPointerGetAttribute(&type,
+                                                      CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                                      host_ptr + 100));
+    });
+}
+
+TEST_F(test_uct_cuda_copy, registering_device_memory_sets_sync_memops_and_accepts_vmm)
+{
+    in_child([] {
+        init_device();
+        copy_ctx c;
+        const mem_kind kinds[] = {mem_kind::legacy, mem_kind::vmm_posix_fd,
+                                  mem_kind::pool_posix_fd};
+
+        for (mem_kind k : kinds) {
+            allocation a;
+            uct_mem_h memh;
+            ASSERT_CU(a.allocate(k, 2 << 20));
+            /* VMM refuses the per-pointer flag; registration still works. */
+            ASSERT_UCS_OK(uct_md_mem_reg(c.e.md(), (void*)a.ptr, a.size,
+                                         UCT_MD_MEM_ACCESS_ALL, &memh)) << kind_name(k);
+            EXPECT_UCS_OK(uct_md_mem_dereg(c.e.md(), memh));
+        }
+
+        unsigned flags = 0;
+        ASSERT_CU(cuCtxGetFlags(&flags));
+        EXPECT_TRUE(flags & CU_CTX_SYNC_MEMOPS) << std::hex << flags;
+    });
+}
+
+TEST_F(test_uct_cuda_copy, operations_work_from_a_thread_without_current_context)
+{
+    in_child([] {
+        init_device();
+        copy_ctx c;
+        allocation dev;
+        const size_t size = 100000;
+        ASSERT_CU(dev.allocate(mem_kind::legacy, 1 << 20));
+        std::vector<unsigned char> src = host_pattern(size, 17), dst(size, 0);
+
+        std::thread t([&] {
+            CUcontext cur = NULL;
+            EXPECT_CU(cuCtxGetCurrent(&cur));
+            EXPECT_TRUE(cur == NULL);
+            uct_iov_t put_iov = make_iov((CUdeviceptr)src.data(), size);
+            uct_iov_t get_iov = make_iov((CUdeviceptr)dst.data(), size);
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_put_zcopy(c.ep, &put_iov, 1, dev.ptr, 0, comp);
+            }));
+            EXPECT_UCS_OK(uct_ep_put_short(c.ep, src.data(), 64, dev.ptr + size, 0));
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_get_zcopy(c.ep, &get_iov, 1, dev.ptr, 0, comp);
+            }));
+            EXPECT_CU(cuCtxGetCurrent(&cur));
+            EXPECT_TRUE(cur == NULL) << "the context must be popped again";
+        });
+        t.join();
+        EXPECT_TRUE(src == dst);
+    });
+}
+
+TEST_F(test_uct_cuda_copy, md_allocates_pinned_device_and_managed_memory)
+{
+    in_child([] {
+        init_device();
+        copy_ctx c;
+        ASSERT_TRUE(c.e.md_attr().cap.flags & UCT_MD_FLAG_ALLOC);
+        const ucs_memory_type_t types[] = {UCS_MEMORY_TYPE_HOST, UCS_MEMORY_TYPE_CUDA,
+                                           UCS_MEMORY_TYPE_CUDA_MANAGED};
+
+        for (ucs_memory_type_t t : types) {
+            size_t length = 3 << 20;
+            void *ptr     = NULL;
+            uct_mem_h memh;
+            ASSERT_UCS_OK(uct_md_mem_alloc(c.e.md(), &length, &ptr, t, 0, "test",
+                                           &memh)) << ucs_memory_type_names[t];
+            EXPECT_GE(length, 3u << 20);
+
+            unsigned cu_type = 0, legacy = 0;
+            EXPECT_CU(cuPointerGetAttribute(&cu_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                            (CUdeviceptr)ptr));
+            ucs_memory_type_t detected = UCS_MEMORY_TYPE_UNKNOWN;
+            ucs_status_t st = uct_md_detect_memory_type(c.e.md(), ptr, length, &detected);
+            if (t == UCS_MEMORY_TYPE_HOST) {
+                EXPECT_EQ((unsigned)CU_MEMORYTYPE_HOST, cu_type);
+                EXPECT_EQ(UCS_ERR_INVALID_ADDR, st);
+            } else {
+                EXPECT_UCS_OK(st);
+                EXPECT_EQ(t, detected);
+            }
+            if (t == UCS_MEMORY_TYPE_CUDA) {
+                /* Staging fragments made here can be exported by cuda_ipc. */
+                EXPECT_CU(cuPointerGetAttribute(
+                        &legacy, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+                        (CUdeviceptr)ptr));
+                EXPECT_EQ(1u, legacy);
+            }
+
+            /* The memory works for copies. */
+            std::vector<unsigned char> src = host_pattern(4096, 1), dst(4096, 0);
+            uct_iov_t put_iov = make_iov((CUdeviceptr)src.data(), src.size());
+            uct_iov_t get_iov = make_iov((CUdeviceptr)dst.data(), dst.size());
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_put_zcopy(c.ep, &put_iov, 1, (uintptr_t)ptr + 100, 0, comp);
+            }));
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_get_zcopy(c.ep, &get_iov, 1, (uintptr_t)ptr + 100, 0, comp);
+            }));
+            EXPECT_TRUE(src == dst);
+            EXPECT_UCS_OK(uct_md_mem_free(c.e.md(), memh));
+        }
+    });
+}
