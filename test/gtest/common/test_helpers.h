@@ -45,6 +45,17 @@ private:
     bool        m_had_old;
 };
 
+/**
+ * Run this test binary again, in a fresh process that inherits the
+ * environment, with only @a test selected (disabled tests allowed), for
+ * behaviour that depends on process-wide state ("once per process", objects
+ * no earlier test has loaded). The child's report goes to /dev/null.
+ *
+ * @return the child's exit status (0: the test passed), -1 if it did not
+ *         exit normally.
+ */
+int run_test_in_fresh_process(const char *test);
+
 } // namespace ucx_test
 
 #endif

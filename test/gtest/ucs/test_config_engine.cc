@@ -648,31 +648,6 @@ namespace {
 
 const char *once_log_var = "UCS_CONFIG_TEST_ONCE_LOG";
 
-/* Runs this test binary again with only @a test selected and returns its
- * exit status; the child inherits the environment. */
-int run_child_test(const char *test)
-{
-    std::string filter = std::string("--gtest_filter=") + test;
-    pid_t pid          = fork();
-    if (pid == 0) {
-        /* the verdict is the exit status; keep the child's report quiet */
-        int devnull = open("/dev/null", O_WRONLY);
-        if ((devnull < 0) || (dup2(devnull, STDOUT_FILENO) < 0)) {
-            _exit(126);
-        }
-        execl("/proc/self/exe", "gtest", filter.c_str(),
-              "--gtest_also_run_disabled_tests", "--gtest_brief=1",
-              (char*)NULL);
-        _exit(127);
-    }
-
-    int status = 0;
-    if ((pid < 0) || (waitpid(pid, &status, 0) != pid)) {
-        return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 size_t count(const std::string &text, const std::string &what)
 {
     size_t n = 0;
@@ -712,7 +687,7 @@ TEST_F(ucs_config_engine, unknown_vars_are_warned_once_per_process)
     setenv("UCX_LOG_LEVL", "info");
     setenv("UCX_CONFIG_FILE", conf.c_str());
 
-    ASSERT_EQ(0, run_child_test("ucs_config_child."
+    ASSERT_EQ(0, ucx_test::run_test_in_fresh_process("ucs_config_child."
                                 "DISABLED_warn_unknown_vars_once_from_many_"
                                 "threads"));
     std::ifstream in(log_path);
