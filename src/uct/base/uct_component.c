@@ -8,6 +8,7 @@
 #include <ucs/debug/log.h>
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,5 +209,24 @@ ucs_status_t uct_component_query_single_md(uct_component_t *component,
     snprintf(resource->md_name, sizeof(resource->md_name), "%s", component->name);
     *resources_p     = resource;
     *num_resources_p = 1;
+    return UCS_OK;
+}
+
+ucs_status_t uct_tl_single_device(const char *name, uct_device_type_t type,
+                                  uct_tl_device_resource_t **devices_p,
+                                  unsigned *num_devices_p)
+{
+    uct_tl_device_resource_t *device;
+
+    device = calloc(1, sizeof(*device));
+    if (device == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    snprintf(device->name, sizeof(device->name), "%s", name);
+    device->type       = type;
+    device->sys_device = 0xff;
+    *devices_p         = device;
+    *num_devices_p     = 1;
     return UCS_OK;
 }

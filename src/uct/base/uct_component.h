@@ -88,6 +88,15 @@ void uct_tl_register(uct_component_t *component, uct_tl_t *tl);
 /** Remove a transport from its component. Thread safe. */
 void uct_tl_unregister(uct_component_t *component, uct_tl_t *tl);
 
+/**
+ * Answer a query_devices call with one device, for transports that have a
+ * single, fixed device ("memory", "cuda"). The array is freed by the caller
+ * with free().
+ */
+ucs_status_t uct_tl_single_device(const char *name, uct_device_type_t type,
+                                  uct_tl_device_resource_t **devices_p,
+                                  unsigned *num_devices_p);
+
 /** Find a transport of @a component by name, or NULL. */
 uct_tl_t *uct_component_find_tl(uct_component_t *component, const char *tl_name);
 

@@ -240,19 +240,7 @@ static ucs_status_t uct_cuda_copy_query_devices(uct_md_h md,
                                                 uct_tl_device_resource_t **devices_p,
                                                 unsigned *num_devices_p)
 {
-    uct_tl_device_resource_t *device;
-
-    device = calloc(1, sizeof(*device));
-    if (device == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    snprintf(device->name, sizeof(device->name), "%s", UCT_CUDA_DEV_NAME);
-    device->type       = UCT_DEVICE_TYPE_ACC;
-    device->sys_device = 0xff;
-    *devices_p         = device;
-    *num_devices_p     = 1;
-    return UCS_OK;
+    return uct_tl_single_device(UCT_CUDA_DEV_NAME, UCT_DEVICE_TYPE_ACC, devices_p, num_devices_p);
 }
 
 static uct_tl_t uct_cuda_copy_tl = {
