@@ -9,7 +9,10 @@
 #   4. memory-type detection through cudart (test/apps/memtype_cudart,
 #      linked with libcudart.so and with libcudart_static.a) in each
 #      UCX_MEM_CUDA_HOOK_MODE, and the hook/cache benchmarks
-#      (test/bench/memtype_hook_bench, test/bench/memtype_cache_bench).
+#      (test/bench/memtype_hook_bench, test/bench/memtype_cache_bench);
+#   5. the cuda_ipc benchmark (test/bench/cuda_ipc_bench): UCT get/put
+#      against a raw cuMemcpyDtoDAsync per kind, placement and size, import
+#      and cache-hit costs; table in $OUT/cuda_ipc_bench.log.
 # Exits non-zero if any step fails; prints a summary at the end.
 #
 # GPU machines have autoconf/automake but no libtool, so the tree must carry
@@ -26,6 +29,7 @@
 #   JOBS=$(nproc)           make parallelism
 #   CONFIGURE_ARGS=         extra configure arguments
 #   GTEST_ARGS=             extra arguments for gtest_cuda (e.g. a filter)
+#   CUDA_IPC_BENCH_ARGS=    arguments for cuda_ipc_bench (e.g. "-n 50 -s 4,256")
 #   MEMTYPE_CUDART_STATIC=  memtype_cudart_static built elsewhere (the GPU
 #                           machines have no libcudart_static.a): the binary
 #                           of the libtool build, test/apps/.libs/...; it is
@@ -211,6 +215,24 @@ if [ -x "$build/test/bench/memtype_cache_bench" ]; then
     else
         fail "memtype_cache_bench (log: $bench_log)"
     fi
+fi
+
+# ---- 5. cuda_ipc bandwidth against the raw copy, import and hit costs ----
+# The whole table (every kind x placement x size x op) goes to one log,
+# cuda_ipc_bench.log; the summary line goes to the summary.
+ipc_log=$logdir/cuda_ipc_bench.log
+if [ -x "$build/test/bench/cuda_ipc_bench" ]; then
+    timeout 600 "$build/test/bench/cuda_ipc_bench" ${CUDA_IPC_BENCH_ARGS:-} > "$ipc_log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        note "cuda_ipc_bench: $(grep '^summary:' "$ipc_log" | sed 's/^summary: //') (table: $ipc_log)"
+        grep -q 'SKIPPED' "$ipc_log" && note "cuda_ipc_bench: $(grep -m1 'SKIPPED' "$ipc_log" | sed 's/  */ /g')"
+    else
+        fail "cuda_ipc_bench (exit $rc, log: $ipc_log)"
+        grep -E 'FAILED|MISMATCH|failed' "$ipc_log" | head -10
+    fi
+else
+    fail "test/bench/cuda_ipc_bench was not built (see $build/make.log)"
 fi
 
 finish

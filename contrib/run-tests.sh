@@ -35,7 +35,8 @@ count_gtest() {
 run_gtest() {
     local name=$1; shift
     local log="$logdir/$name.log"
-    "$@" >"$log" 2>&1
+    # A hang must fail the run, not stall CI: each suite gets 15 minutes.
+    timeout -k 10 900 "$@" >"$log" 2>&1
     local rc=$?
     count_gtest "$log" $rc
     if [ $rc -ne 0 ]; then
@@ -75,7 +76,7 @@ fi
 for t in "$src"/contrib/tests/*.sh; do
     name=$(basename "$t" .sh)
     log="$logdir/sh-$name.log"
-    SRC_DIR="$src" BUILD_DIR="$build" bash "$t" >"$log" 2>&1
+    SRC_DIR="$src" BUILD_DIR="$build" timeout -k 10 600 bash "$t" >"$log" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then
         passed=$((passed + 1))

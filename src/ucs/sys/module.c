@@ -25,7 +25,10 @@ typedef struct {
     ucs_status_t status;
 } ucs_module_entry_t;
 
-static pthread_mutex_t ucs_module_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: dlopen() runs constructors of the module and of libraries it
+ * pulls in (libucm loads its own modules from its constructor), which call
+ * back into the loader on this thread while the lock is held. */
+static pthread_mutex_t ucs_module_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static ucs_module_entry_t ucs_modules[UCS_MODULE_MAX];
 static unsigned ucs_module_count;
 

@@ -72,3 +72,15 @@ TEST_F(ucs_module, tests_run_from_the_build_tree)
 {
     EXPECT_TRUE(ucs_module_in_build_tree());
 }
+
+TEST_F(ucs_module, constructor_that_loads_modules_does_not_deadlock)
+{
+    std::string dir = std::string(UCX_TEST_BUILD_DIR) + "/.libs";
+    ucs_global_opts.module_dir = const_cast<char *>(dir.c_str());
+
+    void *handle = NULL;
+    ASSERT_EQ(UCS_OK, ucs_module_load("test", "nested", &handle));
+    int (*status)(void) = (int (*)(void))dlsym(handle, "test_nested_load_status");
+    ASSERT_NE(nullptr, status);
+    EXPECT_EQ((int)UCS_OK, status());
+}
