@@ -6,7 +6,11 @@
 #   - 8-byte active-message latency (am_lat, -D short);
 #   - 64 KiB active-message bandwidth (am_bw, -D bcopy; both tools with
 #     UCX_POSIX_SEG_SIZE=65600, since 64 KiB does not fit the default 8 KiB
-#     segment of either).
+#     segment of either);
+#   - UCP (libucp, issue 7): 8-byte tag latency (tag_lat) and 64 KiB and
+#     4 MiB tag bandwidth (tag_bw), both tools with UCX_TLS=posix,self and
+#     otherwise default settings, so each library picks its own protocols
+#     (ours: eager only; upstream 1.13: eager, then rendezvous).
 # Each test runs as two processes, a server (no host name) and a client
 # (host name localhost) exchanging over loopback TCP, the same way for both
 # tools. Ours and upstream's alternate REPS times, so that both see the
@@ -16,7 +20,9 @@
 # environment:
 #   REPS=5             repetitions of each pair of runs
 #   LAT_ITERS=200000   am_lat iterations (warm-up: 10000)
-#   BW_ITERS=20000     am_bw iterations (warm-up: 1000)
+#   BW_ITERS=20000     am_bw and 64 KiB tag_bw iterations (warm-up: 1000)
+#   BIG_ITERS=1000     4 MiB tag_bw iterations (warm-up: 50)
+#   UCP=1              UCP rows too (UCP=0: only the UCT rows)
 #   CPUS="0 1"         CPUs of the server and of the client (taskset);
 #                      CPUS= (empty) runs unpinned
 #   PORT=13400         first TCP port for the exchange (one per run)
@@ -31,6 +37,8 @@ upstream=/usr/bin/ucx_perftest
 reps=${REPS:-5}
 lat_iters=${LAT_ITERS:-200000}
 bw_iters=${BW_ITERS:-20000}
+big_iters=${BIG_ITERS:-1000}
+ucp=${UCP:-1}
 cpus=${CPUS-0 1}
 port=${PORT:-13400}
 
@@ -96,6 +104,12 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan";
 lat_args=(-t am_lat -x posix -d memory -s 8 -D short -n "$lat_iters" -w 10000)
 bw_args=(-t am_bw -x posix -d memory -s 65536 -D bcopy -n "$bw_iters" -w 1000)
 bw_env=(UCX_POSIX_SEG_SIZE=65600)
+# UCP: the same arguments for both tools (upstream's own UCP test names).
+ucp_env=(UCX_TLS=posix,self)
+tlat_args=(-t tag_lat -s 8 -n "$lat_iters" -w 10000)
+tbw_args=(-t tag_bw -s 65536 -n "$bw_iters" -w 1000)
+tbig_args=(-t tag_bw -s 4194304 -n "$big_iters" -w 50)
+for f in tlat_o tlat_u tlat_o_avg tlat_u_avg tbw_o tbw_u tbig_o tbig_u; do : >"$tmp/$f"; done
 
 : >"$tmp/lat_ours"; : >"$tmp/lat_ours_avg"; : >"$tmp/lat_up"; : >"$tmp/lat_up_avg"
 : >"$tmp/bw_ours"; : >"$tmp/bw_up"
@@ -113,6 +127,19 @@ for ((r = 1; r <= reps; ++r)); do
     ours_col 12 "$line" >>"$tmp/bw_ours"
     line=$(run_pair "$upstream" "${bw_env[@]}" -- "${bw_args[@]}") || exit 1
     upstream_col 6 "$line" >>"$tmp/bw_up"
+    [ "$ucp" = 1 ] || continue
+    line=$(run_pair "$ours" "${ucp_env[@]}" -- "${tlat_args[@]}") || exit 1
+    ours_col 9 "$line" >>"$tmp/tlat_o"; ours_col 10 "$line" >>"$tmp/tlat_o_avg"
+    line=$(run_pair "$upstream" "${ucp_env[@]}" -- "${tlat_args[@]}") || exit 1
+    upstream_col 2 "$line" >>"$tmp/tlat_u"; upstream_col 4 "$line" >>"$tmp/tlat_u_avg"
+    line=$(run_pair "$ours" "${ucp_env[@]}" -- "${tbw_args[@]}") || exit 1
+    ours_col 12 "$line" >>"$tmp/tbw_o"
+    line=$(run_pair "$upstream" "${ucp_env[@]}" -- "${tbw_args[@]}") || exit 1
+    upstream_col 6 "$line" >>"$tmp/tbw_u"
+    line=$(run_pair "$ours" "${ucp_env[@]}" -- "${tbig_args[@]}") || exit 1
+    ours_col 12 "$line" >>"$tmp/tbig_o"
+    line=$(run_pair "$upstream" "${ucp_env[@]}" -- "${tbig_args[@]}") || exit 1
+    upstream_col 6 "$line" >>"$tmp/tbig_u"
 done
 
 lat_o=$(median <"$tmp/lat_ours"); lat_u=$(median <"$tmp/lat_up")
@@ -133,8 +160,26 @@ r=$(ratio "$avg_o" "$avg_u")
 printf '%-40s %12s %12s %8s  %s\n' "am_lat 8 B short, average latency (us)" "$avg_o" "$avg_u" "$r" "(information)"
 r=$(ratio "$bw_o" "$bw_u")
 printf '%-40s %12s %12s %8s  %s\n' "am_bw 64 KiB bcopy, bandwidth (MB/s)" "$bw_o" "$bw_u" "$r" "$(verdict "$r" ">=" 0.8)"
+if [ "$ucp" = 1 ]; then
+    row() { # LABEL FILE_OURS FILE_UPSTREAM OP TARGET
+        local o u r
+        o=$(median <"$tmp/$2"); u=$(median <"$tmp/$3"); r=$(ratio "$o" "$u")
+        printf '%-40s %12s %12s %8s  %s\n' "$1" "$o" "$u" "$r" \
+            "$( [ -n "$4" ] && verdict "$r" "$4" "$5" || echo "(information)")"
+    }
+    row "tag_lat 8 B, median latency (us)" tlat_o tlat_u "<=" 1.3
+    row "tag_lat 8 B, average latency (us)" tlat_o_avg tlat_u_avg "" ""
+    row "tag_bw 64 KiB, bandwidth (MB/s)" tbw_o tbw_u ">=" 0.8
+    row "tag_bw 4 MiB, bandwidth (MB/s)" tbig_o tbig_u ">=" 0.8
+fi
 echo
 echo "# every run (ours / upstream):"
 echo "#   median latency us: $(tr '\n' ' ' <"$tmp/lat_ours")/ $(tr '\n' ' ' <"$tmp/lat_up")"
 echo "#   average latency us: $(tr '\n' ' ' <"$tmp/lat_ours_avg")/ $(tr '\n' ' ' <"$tmp/lat_up_avg")"
 echo "#   bandwidth MB/s: $(tr '\n' ' ' <"$tmp/bw_ours")/ $(tr '\n' ' ' <"$tmp/bw_up")"
+if [ "$ucp" = 1 ]; then
+    echo "#   tag_lat median us: $(tr '\n' ' ' <"$tmp/tlat_o")/ $(tr '\n' ' ' <"$tmp/tlat_u")"
+    echo "#   tag_lat average us: $(tr '\n' ' ' <"$tmp/tlat_o_avg")/ $(tr '\n' ' ' <"$tmp/tlat_u_avg")"
+    echo "#   tag_bw 64 KiB MB/s: $(tr '\n' ' ' <"$tmp/tbw_o")/ $(tr '\n' ' ' <"$tmp/tbw_u")"
+    echo "#   tag_bw 4 MiB MB/s: $(tr '\n' ' ' <"$tmp/tbig_o")/ $(tr '\n' ' ' <"$tmp/tbig_u")"
+fi

@@ -2,7 +2,9 @@
 # ucx_perftest from the build tree: bad command lines fail with a usage
 # message; local runs of am_lat and am_bw finish with sane numbers over
 # self (one process) and, where this build has them, posix shared memory
-# and tcp on the loopback device (two processes); --csv has the right
+# and tcp on the loopback device (two processes); so do the UCP tests
+# tag_lat, tag_sync_lat and tag_bw (validated) with UCX_TLS=posix / tcp /
+# self; --csv has the right
 # number of columns; --json parses; a client/server pair over loopback TCP
 # works, and a refused connection, a mismatched test and a missing client
 # fail with a message that names the cause.
@@ -127,6 +129,29 @@ for tl in self posix tcp; do
         --sizes 8,256,2K -V "${quick[@]}"
 done
 
+# UCP tag tests (libucp picks the transport from UCX_TLS), two processes,
+# validated: latency (plain and sync) and bandwidth, one eager size and one
+# that takes several fragments.
+for tls in posix tcp; do
+    for t in tag_lat tag_sync_lat; do
+        UCX_TLS=$tls run_local "ucp $tls $t validated" -L -t $t -s 8 -V "${quick[@]}"
+    done
+    UCX_TLS=$tls ROWS=3 run_local "ucp $tls tag_bw sweep validated" -L -t tag_bw \
+        --sizes 8,4K,100K -V "${quick[@]}"
+    UCX_TLS=$tls run_local "ucp $tls tag_lat 64K validated" -L -t tag_lat -s 64K -V \
+        -n 200 -w 10
+done
+# UCX_TLS=self reaches only its own process: -L runs both sides here.
+UCX_TLS=self run_local "ucp self tag_bw (one process)" -L -t tag_bw -s 1K -V "${quick[@]}"
+if "$perf" -L -t tag_lat -m cuda "${quick[@]}" >"$tmp/out" 2>"$tmp/err"; then
+    grep -q '^#define HAVE_CUDA 1' "$BUILD_DIR/config.h" 2>/dev/null &&
+        pass "ucp cuda memory ran (CUDA build)" || fail "ucp -m cuda accepted without CUDA code"
+elif grep -q 'not available' "$tmp/err"; then
+    pass "ucp cuda memory: $(tail -1 "$tmp/err")"
+else
+    fail "ucp cuda memory: unclear message"; cat "$tmp/err"
+fi
+
 # One-sided tests, where the transport supports them.
 for t in put_bw get_bw; do
     if "$perf" -L -t $t -x self -s 1K -V --csv "${quick[@]}" >"$tmp/csv" 2>"$tmp/err"; then
@@ -198,6 +223,18 @@ else
         fail "client/server run"; cat "$tmp/err" "$tmp/srv.err"
     fi
     wait $srv || fail "server exit status $?"
+
+    # The same over UCP: worker addresses cross the out-of-band connection.
+    port=$(pick_port)
+    UCX_TLS=tcp "$perf" -p $port --accept-timeout 10 >"$tmp/srv.out" 2>"$tmp/srv.err" &
+    srv=$!
+    if UCX_TLS=tcp "$perf" localhost -p $port --connect-retry 5 -t tag_lat -s 100 -V \
+           --csv "${quick[@]}" >"$tmp/csv" 2>"$tmp/err"; then
+        check_csv "client/server ucp tcp tag_lat validated" "$tmp/csv" 1
+    else
+        fail "client/server ucp run"; cat "$tmp/err" "$tmp/srv.err"
+    fi
+    wait $srv || fail "ucp server exit status $?"
 
     # Mismatch: the server fixes -t am_bw; the client asks for am_lat.
     port=$(pick_port)

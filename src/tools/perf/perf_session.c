@@ -334,8 +334,12 @@ static int perf_session_serve(const perf_options_t *opts, perf_oob_t *oob, int q
 
         if (!quiet && (opts->format == PERF_FORMAT_TABLE) && !opts->final_only) {
             fprintf(stderr, "Running %s, %zu bytes, %s%s%s, for %s\n", params.test_name,
-                    params.msg_size, params.tl_name, (params.dev_name[0] != '\0') ? "/" : "",
-                    params.dev_name, oob->peer_name);
+                    params.msg_size,
+                    (run.test->api == PERF_API_UCP) ? "ucp" : params.tl_name,
+                    ((run.test->api != PERF_API_UCP) && (params.dev_name[0] != '\0')) ?
+                    "/" : "",
+                    (run.test->api == PERF_API_UCP) ? "" : params.dev_name,
+                    oob->peer_name);
         }
         run.params = &params;
         run.role   = PERF_ROLE_RESPONDER;

@@ -9,9 +9,9 @@
 /*
  * Every test ucx_perftest knows. Names follow upstream ucx_perftest where a
  * test exists there (am_lat, am_bw, put_bw, get / get_bw, tag_lat, ...), so
- * that scripts written for it run unchanged. UCP rows are listed now so
- * that -h shows them and the server can refuse them by name; their driver
- * reports that it is not in this build until issue 9 brings it.
+ * that scripts written for it run unchanged. The UCP tag tests run
+ * over libucp (perf_ucp.c); ucp_put_bw / ucp_get_bw are listed so that -h
+ * shows them, and their driver reports that UCP RMA is not in this build.
  */
 static const perf_test_desc_t perf_tests[] = {
     {"am_lat", NULL, "UCT active message latency",
