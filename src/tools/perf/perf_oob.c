@@ -487,3 +487,39 @@ ucs_status_t perf_oob_check_peer(perf_oob_t *oob)
     }
     return (status == UCS_OK) ? UCS_ERR_REJECTED : status;
 }
+
+ucs_status_t perf_run_exchange(perf_run_t *run, perf_oob_state_t *state,
+                               const void *data, size_t length,
+                               void **peer_data_p, size_t *peer_length_p)
+{
+    perf_oob_t *oob         = run->oob;
+    const char *local_error = (run->error[0] != '\0') ? run->error : NULL;
+    ucs_status_t status;
+
+    switch (*state) {
+    case PERF_OOB_STATE_CLOSED:
+        return UCS_ERR_CANCELED;
+    case PERF_OOB_STATE_PEER_WAITING:
+        if (local_error != NULL) {
+            perf_oob_send_error(oob, local_error);
+        } else {
+            (void)perf_oob_send(oob, PERF_OOB_BLOB, data, length);
+        }
+        *state = PERF_OOB_STATE_CLOSED;
+        return UCS_ERR_CANCELED;
+    case PERF_OOB_STATE_OK:
+        break;
+    }
+
+    status = perf_oob_exchange(oob, local_error, data, length, peer_data_p,
+                               peer_length_p);
+    if (status == UCS_ERR_REJECTED) {
+        perf_run_set_error(run, "%s: %s", oob->peer_name, oob->error);
+    } else if ((status != UCS_OK) && (status != UCS_ERR_CANCELED)) {
+        perf_run_set_error(run, "%s", oob->error);
+    }
+    if (status != UCS_OK) {
+        *state = PERF_OOB_STATE_CLOSED;
+    }
+    return status;
+}

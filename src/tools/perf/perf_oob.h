@@ -105,4 +105,28 @@ ucs_status_t perf_oob_exchange(perf_oob_t *oob, const char *local_error,
  */
 ucs_status_t perf_oob_check_peer(perf_oob_t *oob);
 
+
+/**
+ * Where a run's lock-step exchange with the peer stands. Once either side
+ * failed, exactly one more message may be owed, and no side may wait for a
+ * message the other will never send.
+ */
+typedef enum {
+    PERF_OOB_STATE_OK,           /**< both sides exchange at every step */
+    PERF_OOB_STATE_PEER_WAITING, /**< we consumed the peer's error mid-run: it
+                                      waits for one message from us, and sends
+                                      no more */
+    PERF_OOB_STATE_CLOSED        /**< no more exchanges in this run */
+} perf_oob_state_t;
+
+/**
+ * One lock-step exchange of a test driver with the peer (perf_oob_exchange),
+ * turning its outcome into the run's error. Our message is an ERROR when the
+ * run has an error already. After any failure, on either side, the exchanges
+ * of this run stop, on both sides alike (@a state).
+ */
+ucs_status_t perf_run_exchange(perf_run_t *run, perf_oob_state_t *state,
+                               const void *data, size_t length,
+                               void **peer_data_p, size_t *peer_length_p);
+
 #endif

@@ -88,13 +88,6 @@ typedef struct perf_ucp_side {
     char           bad_what[160];
 } perf_ucp_side_t;
 
-/** Where the lock-step exchange with the peer stands (as in the UCT driver). */
-typedef enum {
-    PERF_UCP_OOB_OK,
-    PERF_UCP_OOB_PEER_WAITING,
-    PERF_UCP_OOB_CLOSED
-} perf_ucp_oob_state_t;
-
 typedef void (*perf_ucp_step_func_t)(perf_ucp_side_t *side);
 
 struct perf_ucp_ctx {
@@ -108,7 +101,7 @@ struct perf_ucp_ctx {
     unsigned             rx_window;   /**< tag_bw responder: receives kept posted */
     perf_ucp_side_t      sides[PERF_SIDE_LAST];
     perf_ucp_step_func_t resp_step;   /**< NULL when the responder is remote */
-    perf_ucp_oob_state_t oob_state;
+    perf_oob_state_t oob_state;
     uint64_t             activity;
     char                 tls[PERF_NAME_MAX];
 };
@@ -384,16 +377,16 @@ static ucs_status_t perf_ucp_check(perf_ucp_ctx_t *ctx, const char *what,
         }
     }
 
-    if (!ctx->loopback && (ctx->oob_state == PERF_UCP_OOB_OK)) {
+    if (!ctx->loopback && (ctx->oob_state == PERF_OOB_STATE_OK)) {
         oob    = ctx->run->oob;
         status = perf_oob_check_peer(oob);
         if (status == UCS_ERR_REJECTED) {
             perf_run_set_error(ctx->run, "%s: %s", oob->peer_name, oob->error);
-            ctx->oob_state = PERF_UCP_OOB_PEER_WAITING;
+            ctx->oob_state = PERF_OOB_STATE_PEER_WAITING;
             return status;
         } else if (status != UCS_OK) {
             perf_run_set_error(ctx->run, "%s", oob->error);
-            ctx->oob_state = PERF_UCP_OOB_CLOSED;
+            ctx->oob_state = PERF_OOB_STATE_CLOSED;
             return status;
         }
     }
@@ -721,41 +714,6 @@ static ucs_status_t perf_ucp_connect_side(perf_ucp_ctx_t *ctx, perf_ucp_side_t *
     return status;
 }
 
-/* One lock-step exchange with the peer (the UCT driver's rules). */
-static ucs_status_t perf_ucp_exchange(perf_ucp_ctx_t *ctx, const void *data, size_t length,
-                                      void **peer_data_p, size_t *peer_length_p)
-{
-    perf_oob_t *oob = ctx->run->oob;
-    const char *local_error = (ctx->run->error[0] != '\0') ? ctx->run->error : NULL;
-    ucs_status_t status;
-
-    switch (ctx->oob_state) {
-    case PERF_UCP_OOB_CLOSED:
-        return UCS_ERR_CANCELED;
-    case PERF_UCP_OOB_PEER_WAITING:
-        if (local_error != NULL) {
-            perf_oob_send_error(oob, local_error);
-        } else {
-            (void)perf_oob_send(oob, PERF_OOB_BLOB, data, length);
-        }
-        ctx->oob_state = PERF_UCP_OOB_CLOSED;
-        return UCS_ERR_CANCELED;
-    case PERF_UCP_OOB_OK:
-        break;
-    }
-
-    status = perf_oob_exchange(oob, local_error, data, length, peer_data_p, peer_length_p);
-    if (status == UCS_ERR_REJECTED) {
-        perf_run_set_error(ctx->run, "%s: %s", oob->peer_name, oob->error);
-    } else if ((status != UCS_OK) && (status != UCS_ERR_CANCELED)) {
-        perf_run_set_error(ctx->run, "%s", oob->error);
-    }
-    if (status != UCS_OK) {
-        ctx->oob_state = PERF_UCP_OOB_CLOSED;
-    }
-    return status;
-}
-
 /* Exchange worker addresses and create both endpoints. */
 static ucs_status_t perf_ucp_wireup(perf_ucp_ctx_t *ctx, ucs_status_t status)
 {
@@ -776,13 +734,14 @@ static ucs_status_t perf_ucp_wireup(perf_ucp_ctx_t *ctx, ucs_status_t status)
     }
 
     if (status != UCS_OK) {
-        (void)perf_ucp_exchange(ctx, NULL, 0, NULL, NULL);
+        (void)perf_run_exchange(ctx->run, &ctx->oob_state, NULL, 0, NULL, NULL);
         return status;
     }
 
     local  = &ctx->sides[(ctx->run->role == PERF_ROLE_INITIATOR) ? PERF_SIDE_SEND :
                                                                    PERF_SIDE_RECV];
-    status = perf_ucp_exchange(ctx, local->address, local->address_length, &data, &length);
+    status = perf_run_exchange(ctx->run, &ctx->oob_state,
+                               local->address, local->address_length, &data, &length);
     if (status != UCS_OK) {
         return status;
     }
@@ -790,7 +749,7 @@ static ucs_status_t perf_ucp_wireup(perf_ucp_ctx_t *ctx, ucs_status_t status)
     free(data);
 
     /* Both endpoints exist before the first message. */
-    if (perf_ucp_exchange(ctx, NULL, 0, NULL, NULL) != UCS_OK) {
+    if (perf_run_exchange(ctx->run, &ctx->oob_state, NULL, 0, NULL, NULL) != UCS_OK) {
         status = (status != UCS_OK) ? status : UCS_ERR_CANCELED;
     }
     return status;
@@ -815,7 +774,8 @@ static ucs_status_t perf_ucp_finish(perf_ucp_ctx_t *ctx, ucs_status_t status)
 
     perf_wire_put_u64(&out, resp->bad);
     perf_wire_put_str(&out, resp->bad_what);
-    xstatus = perf_ucp_exchange(ctx, out.data, out.length, &data, &length);
+    xstatus = perf_run_exchange(ctx->run, &ctx->oob_state,
+                                out.data, out.length, &data, &length);
     perf_wire_free(&out);
     if (xstatus != UCS_OK) {
         return (status != UCS_OK) ? status : xstatus;
@@ -950,7 +910,7 @@ static ucs_status_t perf_ucp_run(perf_run_t *run)
                 perf_ucp_close_ep(&ctx, &ctx.sides[i], 0);
             }
         }
-        status = perf_ucp_exchange(&ctx, NULL, 0, NULL, NULL);
+        status = perf_run_exchange(ctx.run, &ctx.oob_state, NULL, 0, NULL, NULL);
     }
     perf_ucp_cleanup(&ctx, status != UCS_OK);
     return status;

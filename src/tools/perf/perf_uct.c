@@ -426,46 +426,6 @@ static ucs_status_t perf_uct_connect_side(perf_uct_ctx_t *ctx, perf_uct_side_t *
 }
 
 /*
- * One lock-step exchange with the peer (perf_oob_exchange), turning its
- * outcome into the run's error. Our message is an ERROR when the run has
- * an error already. After any failure, on either side, the exchanges of
- * this run stop, on both sides alike (see perf_uct_oob_state_t).
- */
-static ucs_status_t perf_uct_exchange(perf_uct_ctx_t *ctx, const void *data, size_t length,
-                                      void **peer_data_p, size_t *peer_length_p)
-{
-    perf_oob_t *oob = ctx->run->oob;
-    const char *local_error = (ctx->run->error[0] != '\0') ? ctx->run->error : NULL;
-    ucs_status_t status;
-
-    switch (ctx->oob_state) {
-    case PERF_UCT_OOB_CLOSED:
-        return UCS_ERR_CANCELED;
-    case PERF_UCT_OOB_PEER_WAITING:
-        if (local_error != NULL) {
-            perf_oob_send_error(oob, local_error);
-        } else {
-            (void)perf_oob_send(oob, PERF_OOB_BLOB, data, length);
-        }
-        ctx->oob_state = PERF_UCT_OOB_CLOSED;
-        return UCS_ERR_CANCELED;
-    case PERF_UCT_OOB_OK:
-        break;
-    }
-
-    status = perf_oob_exchange(oob, local_error, data, length, peer_data_p, peer_length_p);
-    if (status == UCS_ERR_REJECTED) {
-        perf_run_set_error(ctx->run, "%s: %s", oob->peer_name, oob->error);
-    } else if ((status != UCS_OK) && (status != UCS_ERR_CANCELED)) {
-        perf_run_set_error(ctx->run, "%s", oob->error);
-    }
-    if (status != UCS_OK) {
-        ctx->oob_state = PERF_UCT_OOB_CLOSED;
-    }
-    return status;
-}
-
-/*
  * Tell the peer about our sides and connect them to its sides. When setup
  * failed here (@a status), the peer gets our error instead of addresses.
  */
@@ -480,7 +440,7 @@ static ucs_status_t perf_uct_wireup(perf_uct_ctx_t *ctx, ucs_status_t status)
 
     if (status != UCS_OK) {
         if (!ctx->loopback) {
-            (void)perf_uct_exchange(ctx, NULL, 0, NULL, NULL);
+            (void)perf_run_exchange(ctx->run, &ctx->oob_state, NULL, 0, NULL, NULL);
         }
         return status;
     }
@@ -497,7 +457,7 @@ static ucs_status_t perf_uct_wireup(perf_uct_ctx_t *ctx, ucs_status_t status)
     }
     if (status != UCS_OK) {
         if (!ctx->loopback) {
-            (void)perf_uct_exchange(ctx, NULL, 0, NULL, NULL);
+            (void)perf_run_exchange(ctx->run, &ctx->oob_state, NULL, 0, NULL, NULL);
         }
         goto out;
     }
@@ -515,7 +475,8 @@ static ucs_status_t perf_uct_wireup(perf_uct_ctx_t *ctx, ucs_status_t status)
         goto out;
     }
 
-    status = perf_uct_exchange(ctx, blobs[local->index].data, blobs[local->index].length,
+    status = perf_run_exchange(ctx->run, &ctx->oob_state,
+                               blobs[local->index].data, blobs[local->index].length,
                                &data, &length);
     if (status != UCS_OK) {
         goto out;
@@ -525,7 +486,7 @@ static ucs_status_t perf_uct_wireup(perf_uct_ctx_t *ctx, ucs_status_t status)
 
     /* Both eps must exist before the first message: connect-to-ep peers
      * cannot reply before they are connected. */
-    if (perf_uct_exchange(ctx, NULL, 0, NULL, NULL) != UCS_OK) {
+    if (perf_run_exchange(ctx->run, &ctx->oob_state, NULL, 0, NULL, NULL) != UCS_OK) {
         status = (status != UCS_OK) ? status : UCS_ERR_CANCELED;
     }
 
@@ -568,17 +529,17 @@ ucs_status_t perf_uct_check(perf_uct_ctx_t *ctx, const char *what, uint64_t *dea
         return ctx->async_status;
     }
 
-    if (!ctx->loopback && (ctx->oob_state == PERF_UCT_OOB_OK)) {
+    if (!ctx->loopback && (ctx->oob_state == PERF_OOB_STATE_OK)) {
         oob    = ctx->run->oob;
         status = perf_oob_check_peer(oob);
         if (status == UCS_ERR_REJECTED) {
             /* The peer failed and now waits for our last message. */
             perf_run_set_error(ctx->run, "%s: %s", oob->peer_name, oob->error);
-            ctx->oob_state = PERF_UCT_OOB_PEER_WAITING;
+            ctx->oob_state = PERF_OOB_STATE_PEER_WAITING;
             return status;
         } else if (status != UCS_OK) {
             perf_run_set_error(ctx->run, "%s", oob->error);
-            ctx->oob_state = PERF_UCT_OOB_CLOSED;
+            ctx->oob_state = PERF_OOB_STATE_CLOSED;
             return status;
         }
     }
@@ -761,7 +722,8 @@ static ucs_status_t perf_uct_finish(perf_uct_ctx_t *ctx, ucs_status_t status)
 
     perf_wire_put_u64(&out, resp->bad);
     perf_wire_put_str(&out, resp->bad_what);
-    xstatus = perf_uct_exchange(ctx, out.data, out.length, &data, &length);
+    xstatus = perf_run_exchange(ctx->run, &ctx->oob_state,
+                                out.data, out.length, &data, &length);
     perf_wire_free(&out);
     if (xstatus != UCS_OK) {
         return (status != UCS_OK) ? status : xstatus;

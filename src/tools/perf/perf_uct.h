@@ -17,6 +17,7 @@
 
 #include "perftest.h"
 #include "perf_memory.h"
+#include "perf_oob.h"
 
 #include <uct/api/uct.h>
 
@@ -72,18 +73,6 @@ typedef struct perf_uct_side {
     void              *rkey_buf;
 } perf_uct_side_t;
 
-/**
- * Where the lock-step exchange with the peer stands. Once either side
- * failed, exactly one more message may be owed, and no side may wait for
- * a message the other will never send.
- */
-typedef enum {
-    PERF_UCT_OOB_OK,           /**< both sides exchange at every step */
-    PERF_UCT_OOB_PEER_WAITING, /**< we consumed the peer's error mid-run: it waits
-                                    for one message from us, and sends no more */
-    PERF_UCT_OOB_CLOSED        /**< no more exchanges in this run */
-} perf_uct_oob_state_t;
-
 /** Responder work done between progress calls (send replies, credits). */
 typedef void (*perf_uct_step_func_t)(perf_uct_side_t *side);
 
@@ -107,7 +96,7 @@ struct perf_uct_ctx {
     uint64_t               total;         /**< warm-up + measured iterations */
     uint64_t               credit_step;   /**< am_bw: report after this many messages */
     ucs_status_t           async_status;  /**< first transport error (error handler) */
-    perf_uct_oob_state_t   oob_state;     /**< whether lock-step exchanges go on */
+    perf_oob_state_t       oob_state;     /**< whether lock-step exchanges go on */
     uint64_t               activity;      /**< perf_uct_check(): counters at the last check */
 };
 
