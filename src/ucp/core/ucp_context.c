@@ -317,6 +317,7 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
         status = UCS_ERR_NO_DEVICE;
         goto err_free;
     }
+    ucp_memtype_context_init(context);
 
     ucp_config_release(own_config);
     *context_p = context;

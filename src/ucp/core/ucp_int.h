@@ -113,6 +113,8 @@ struct ucp_request {
     ucs_queue_elem_t        queue;     /* ep send queue */
     ucs_list_link_t         list;      /* expected queue, sync list, free list */
     ucp_dt_state_t          dt;
+    void                    *bounce;     /* host staging of device data */
+    void                    *dev_buffer; /* receive: the device buffer */
     union {
         struct {
             ucp_tag_t tag;
@@ -229,6 +231,8 @@ struct ucp_worker {
     char               name[UCP_ENTITY_NAME_MAX];
     void               *address;     /* our packed address, for wireup */
     size_t             address_len;
+    uct_iface_h        mt_iface;     /* cuda_copy, for staging copies */
+    uct_ep_h           mt_ep;
 };
 
 static inline void ucp_worker_lock(ucp_worker_h worker)
@@ -381,6 +385,25 @@ void ucp_proto_info_print(ucp_ep_h ep);
 /* context */
 /** Default memory-type lookup: everything is host memory. */
 ucs_memory_type_t ucp_memtype_host_lookup(const void *buffer, size_t length);
+
+/* ucp_memtype.c: device memory on the eager paths (staging via cuda_copy) */
+/** Choose the context's memory-type lookup: the global memtype cache when
+ *  the cuda_copy transport was selected, else everything is host. */
+void ucp_memtype_context_init(ucp_context_h context);
+/** Open the worker's cuda_copy iface/ep when the context selected it (a
+ *  failure only leaves device memory unsupported). */
+ucs_status_t ucp_memtype_worker_init(ucp_worker_h worker);
+void ucp_memtype_worker_cleanup(ucp_worker_h worker);
+/** Send from device memory: copy it (synchronously) into a host bounce
+ *  buffer that replaces dt.buffer until the request completes. */
+ucs_status_t ucp_memtype_stage_send(ucp_request_t *req,
+                                    ucs_memory_type_t mem_type);
+/** Receive into device memory: data lands in a host bounce buffer. */
+ucs_status_t ucp_memtype_stage_recv(ucp_request_t *req,
+                                    ucs_memory_type_t mem_type);
+/** At completion: copy a received message to the device (synchronously),
+ *  free the bounce buffer; returns the (possibly failed) status. */
+ucs_status_t ucp_memtype_unstage(ucp_request_t *req, ucs_status_t status);
 
 END_C_DECLS
 

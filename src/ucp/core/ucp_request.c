@@ -49,6 +49,9 @@ void ucp_request_put(ucp_request_t *req)
 {
     ucp_worker_h worker = req->worker;
 
+    if (req->bounce != NULL) {
+        (void)ucp_memtype_unstage(req, UCS_ERR_CANCELED);
+    }
     if (req->flags & UCP_REQ_FLAG_EXTERNAL) {
         return;
     }
@@ -111,6 +114,9 @@ static void ucp_request_invoke_cb(ucp_request_t *req)
  * immediate completion (no callback) and a returned request. */
 void ucp_request_complete(ucp_request_t *req, ucs_status_t status)
 {
+    if (req->bounce != NULL) {
+        status = ucp_memtype_unstage(req, status);
+    }
     ucp_dt_state_finish(&req->dt);
     req->status = status;
     req->flags |= UCP_REQ_FLAG_COMPLETED;

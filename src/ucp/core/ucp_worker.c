@@ -205,6 +205,7 @@ ucs_status_t ucp_worker_create(ucp_context_h context,
         status = UCS_ERR_NO_DEVICE;
         goto err_ifaces;
     }
+    (void)ucp_memtype_worker_init(worker);
     status = ucp_address_pack(worker, 0, &worker->address, &worker->address_len);
     if (status != UCS_OK) {
         goto err_ifaces;
@@ -230,6 +231,7 @@ err_wakeup:
     }
     free(worker->address);
 err_ifaces:
+    ucp_memtype_worker_cleanup(worker);
     ucp_worker_close_ifaces(worker);
 err_uct_worker:
     uct_worker_destroy(worker->uct_worker);
@@ -261,6 +263,7 @@ void ucp_worker_destroy(ucp_worker_h worker)
                  worker->name, worker->live_reqs);
     }
     ucp_worker_release_requests(worker);
+    ucp_memtype_worker_cleanup(worker);
     ucp_worker_close_ifaces(worker);
     uct_worker_destroy(worker->uct_worker);
     if (worker->signal_fd >= 0) {

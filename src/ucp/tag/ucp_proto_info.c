@@ -24,6 +24,9 @@ void ucp_proto_info_print(ucp_ep_h ep)
            single + 1, ep->max_bcopy);
     printf("| tag_send_sync | 0..%zu: eager sync bcopy; larger: multi + ack\n",
            ep->max_bcopy - UCP_EAGER_SYNC_HDR);
-    printf("| device memory | not supported yet (staging hook in place)\n");
+    printf("| device memory | %s\n", (ep->worker->mt_ep != NULL) ?
+           "any size: cuda_copy to/from a host bounce buffer (synchronous), "
+           "then the host protocols above" :
+           "not supported (no cuda_copy transport)");
     fflush(stdout);
 }

@@ -402,6 +402,17 @@ void ucp_tag_worker_cleanup(ucp_worker_h worker)
 
 /* ---- API ------------------------------------------------------------------ */
 
+static ucs_memory_type_t ucp_tag_recv_memtype(ucp_worker_h worker,
+                                              const void *buffer, size_t length,
+                                              const ucp_request_param_t *param)
+{
+    if ((param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) &&
+        (param->memory_type < UCS_MEMORY_TYPE_UNKNOWN)) {
+        return param->memory_type;
+    }
+    return worker->context->memtype_lookup(buffer, length);
+}
+
 static ucs_status_ptr_t ucp_tag_recv_common(ucp_worker_h worker, void *buffer,
                                             size_t count, ucp_tag_t tag,
                                             ucp_tag_t tag_mask,
@@ -411,6 +422,7 @@ static ucs_status_ptr_t ucp_tag_recv_common(ucp_worker_h worker, void *buffer,
 {
     uint32_t attr = (param != NULL) ? param->op_attr_mask : 0;
     struct ucp_recv_desc *rdesc = message;
+    ucs_memory_type_t mem_type;
     ucs_status_ptr_t ret;
     ucs_status_t status;
     ucp_request_t *req;
@@ -431,9 +443,17 @@ static ucs_status_ptr_t ucp_tag_recv_common(ucp_worker_h worker, void *buffer,
                                (attr & UCP_OP_ATTR_FIELD_DATATYPE) ?
                                param->datatype : ucp_dt_make_contig(1), 1);
     if (status != UCS_OK) {
-        ucp_request_put(req);
-        ucp_worker_unlock(worker);
-        return UCS_STATUS_PTR(status);
+        goto err_req;
+    }
+    mem_type = ucp_tag_recv_memtype(worker, buffer, req->dt.length, param);
+    if (mem_type != UCS_MEMORY_TYPE_HOST) {
+        /* Device memory: receive into a host bounce buffer, copied to the
+         * device (synchronously) when the request completes. */
+        status = ucp_memtype_stage_recv(req, mem_type);
+        if (status != UCS_OK) {
+            ucp_dt_state_finish(&req->dt);
+            goto err_req;
+        }
     }
     req->u.recv.tag      = tag;
     req->u.recv.tag_mask = tag_mask;
@@ -467,6 +487,11 @@ static ucs_status_ptr_t ucp_tag_recv_common(ucp_worker_h worker, void *buffer,
     }
     ucp_worker_unlock(worker);
     return ret;
+
+err_req:
+    ucp_request_put(req);
+    ucp_worker_unlock(worker);
+    return UCS_STATUS_PTR(status);
 }
 
 ucs_status_ptr_t ucp_tag_recv_nbx(ucp_worker_h worker, void *buffer, size_t count,

@@ -258,12 +258,12 @@ static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
     }
     mem_type = ucp_tag_memtype(worker, buffer, req->dt.length, param);
     if (mem_type != UCS_MEMORY_TYPE_HOST) {
-        /* Device memory needs a staging copy (cuda_copy) before the eager
-         * protocols: this is where it will be inserted. */
-        ucs_error("ucp: tag send from %s memory is not supported yet",
-                  ucs_memory_type_names[mem_type]);
-        status = UCS_ERR_UNSUPPORTED;
-        goto err_dt;
+        /* Device memory: a synchronous cuda_copy into a host bounce buffer,
+         * then the host eager protocols (rendezvous comes with issue 8). */
+        status = ucp_memtype_stage_send(req, mem_type);
+        if (status != UCS_OK) {
+            goto err_dt;
+        }
     }
     req->u.send.tag = tag;
     if (sync) {

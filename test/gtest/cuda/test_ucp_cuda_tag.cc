@@ -1,0 +1,252 @@
+/**
+ * @file test_ucp_cuda_tag.cc
+ * Issue 7: ucp_tag_send_nbx / ucp_tag_recv_nbx with CUDA device memory on
+ * the eager paths (staging through host bounce buffers by cuda_copy). Two
+ * processes (the test process forks before any CUDA call), worker addresses
+ * exchanged out of band; every size is sent host->device, device->host,
+ * device->device and host->host, and the data checked on the receiver.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "cuda/cuda_test.h"
+
+#include <ucp/api/ucp.h>
+
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using cuda_test::allocation;
+using cuda_test::mem_kind;
+using ucx_test::oob_channel;
+
+namespace {
+
+const size_t k_sizes[] = {0, 8, 64 * 1024, 1024 * 1024, 4 * 1024 * 1024};
+const size_t k_max     = 4 * 1024 * 1024;
+
+/* src/dst: 0 host, 1 device */
+const int k_dirs[][2] = {{0, 1}, {1, 0}, {1, 1}, {0, 0}};
+
+unsigned char pattern(size_t i, unsigned seed)
+{
+    return (unsigned char)((i * 131u) ^ (i >> 9) ^ (seed * 17u));
+}
+
+class ucp_peer {
+public:
+    void init(oob_channel &oob)
+    {
+        ucp_params_t params;
+        ucp_worker_params_t wparams;
+        ucp_ep_params_t eparams;
+        ucp_address_t *address;
+        size_t address_len;
+        std::string peer;
+
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCP_PARAM_FIELD_FEATURES;
+        params.features   = UCP_FEATURE_TAG;
+        ASSERT_EQ(UCS_OK, ucp_init(&params, NULL, &m_context));
+        memset(&wparams, 0, sizeof(wparams));
+        ASSERT_EQ(UCS_OK, ucp_worker_create(m_context, &wparams, &m_worker));
+        ASSERT_EQ(UCS_OK, ucp_worker_get_address(m_worker, &address,
+                                                 &address_len));
+        ASSERT_TRUE(oob.send_blob(std::string((const char*)address,
+                                              address_len)));
+        ucp_worker_release_address(m_worker, address);
+        ASSERT_TRUE(oob.recv_blob(peer));
+        memset(&eparams, 0, sizeof(eparams));
+        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        eparams.address    = (const ucp_address_t*)peer.data();
+        ASSERT_EQ(UCS_OK, ucp_ep_create(m_worker, &eparams, &m_ep));
+    }
+
+    ucs_status_t wait(ucs_status_ptr_t ret)
+    {
+        ucs_status_t status;
+
+        if (!UCS_PTR_IS_PTR(ret)) {
+            return UCS_PTR_STATUS(ret);
+        }
+        while ((status = ucp_request_check_status(ret)) == UCS_INPROGRESS) {
+            ucp_worker_progress(m_worker);
+        }
+        ucp_request_free(ret);
+        return status;
+    }
+
+    void cleanup(oob_channel &oob)
+    {
+        ucp_request_param_t param;
+
+        memset(&param, 0, sizeof(param));
+        if (m_ep != NULL) {
+            /* Both sides done before anyone closes. */
+            oob.barrier();
+            EXPECT_EQ(UCS_OK, wait(ucp_ep_flush_nbx(m_ep, &param)));
+            oob.barrier();
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+            wait(ucp_ep_close_nbx(m_ep, &param));
+        }
+        if (m_worker != NULL) {
+            ucp_worker_destroy(m_worker);
+        }
+        if (m_context != NULL) {
+            ucp_cleanup(m_context);
+        }
+    }
+
+    ucp_context_h m_context = NULL;
+    ucp_worker_h  m_worker  = NULL;
+    ucp_ep_h      m_ep      = NULL;
+};
+
+/* (allocation kind, give UCP_OP_ATTR_FIELD_MEMORY_TYPE) */
+typedef std::tuple<mem_kind, bool> param_t;
+
+class test_ucp_cuda_tag : public ::testing::TestWithParam<param_t> {
+protected:
+    void SetUp() override
+    {
+        if (cuda_test::device_count() < 1) {
+            GTEST_SKIP() << "no CUDA device";
+        }
+    }
+
+    void fill_param(ucp_request_param_t &param, bool device) const
+    {
+        memset(&param, 0, sizeof(param));
+        if (std::get<1>(GetParam())) {
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+            param.memory_type  = device ? UCS_MEMORY_TYPE_CUDA :
+                                          UCS_MEMORY_TYPE_HOST;
+        }
+    }
+
+    /* Receiver: the parent. */
+    void receiver(oob_channel &oob)
+    {
+        std::vector<unsigned char> host(k_max), check(k_max);
+        ucp_tag_recv_info_t info;
+        ucp_request_param_t param;
+        allocation dev;
+        ucp_peer peer;
+        unsigned seed = 0;
+        void *buf;
+
+        cuda_test::init_device(0);
+        ASSERT_CU(dev.allocate(std::get<0>(GetParam()), k_max));
+        peer.init(oob);
+        for (const auto &dir : k_dirs) {
+            for (size_t size : k_sizes) {
+                ++seed;
+                memset(host.data(), 0xee, k_max);
+                ASSERT_CU(cuMemcpyHtoD(dev.ptr, host.data(), k_max));
+                ASSERT_CU(cuCtxSynchronize());
+                buf = dir[1] ? (void*)(uintptr_t)dev.ptr : host.data();
+                fill_param(param, dir[1]);
+                param.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+                param.recv_info.tag_info = &info;
+                memset(&info, 0, sizeof(info));
+                ucs_status_ptr_t ret = ucp_tag_recv_nbx(peer.m_worker, buf, size,
+                                                        seed, (ucp_tag_t)-1,
+                                                        &param);
+                ASSERT_FALSE(UCS_PTR_IS_ERR(ret))
+                        << ucs_status_string(UCS_PTR_STATUS(ret));
+                if (UCS_PTR_IS_PTR(ret)) {
+                    while (ucp_request_test(ret, &info) == UCS_INPROGRESS) {
+                        ucp_worker_progress(peer.m_worker);
+                    }
+                    ASSERT_EQ(UCS_OK, ucp_request_check_status(ret));
+                    ucp_request_free(ret);
+                }
+                EXPECT_EQ(size, info.length);
+                EXPECT_EQ((ucp_tag_t)seed, info.sender_tag);
+                if (dir[1]) {
+                    /* Completed means the data is on the device: no sync. */
+                    ASSERT_CU(cuMemcpyDtoH(check.data(), dev.ptr, k_max));
+                } else {
+                    memcpy(check.data(), host.data(), k_max);
+                }
+                size_t bad = k_max;
+                for (size_t i = 0; i < k_max; ++i) {
+                    unsigned char want = (i < size) ? pattern(i, seed) : 0xee;
+                    if (check[i] != want) {
+                        bad = i;
+                        break;
+                    }
+                }
+                EXPECT_EQ(k_max, bad) << "size " << size << " "
+                                      << (dir[0] ? "device" : "host") << " -> "
+                                      << (dir[1] ? "device" : "host");
+                ASSERT_TRUE(oob.barrier());
+            }
+        }
+        peer.cleanup(oob);
+        EXPECT_CU(dev.release());
+    }
+
+    /* Sender: the child. */
+    void sender(oob_channel &oob)
+    {
+        std::vector<unsigned char> host(k_max);
+        ucp_request_param_t param;
+        allocation dev;
+        ucp_peer peer;
+        unsigned seed = 0;
+        void *buf;
+
+        cuda_test::init_device(0);
+        ASSERT_CU(dev.allocate(std::get<0>(GetParam()), k_max));
+        peer.init(oob);
+        for (const auto &dir : k_dirs) {
+            for (size_t size : k_sizes) {
+                ++seed;
+                for (size_t i = 0; i < k_max; ++i) {
+                    host[i] = pattern(i, seed);
+                }
+                ASSERT_CU(cuMemcpyHtoD(dev.ptr, host.data(), k_max));
+                ASSERT_CU(cuCtxSynchronize());
+                buf = dir[0] ? (void*)(uintptr_t)dev.ptr : host.data();
+                fill_param(param, dir[0]);
+                EXPECT_EQ(UCS_OK, peer.wait(ucp_tag_send_nbx(peer.m_ep, buf, size,
+                                                             seed, &param)));
+                /* The buffer is reusable once the send completed. */
+                memset(host.data(), 0x55, k_max);
+                ASSERT_CU(cuMemsetD8(dev.ptr, 0x55, k_max));
+                ASSERT_CU(cuCtxSynchronize());
+                ASSERT_TRUE(oob.barrier());
+            }
+        }
+        peer.cleanup(oob);
+        EXPECT_CU(dev.release());
+    }
+};
+
+TEST_P(test_ucp_cuda_tag, send_recv_all_directions)
+{
+    cuda_test::cuda_two_processes(
+            [this](oob_channel &oob) { receiver(oob); },
+            [this](oob_channel &oob) { sender(oob); }, 240.0);
+}
+
+std::string param_name(const ::testing::TestParamInfo<param_t> &info)
+{
+    return std::string(cuda_test::kind_name(std::get<0>(info.param))) +
+           (std::get<1>(info.param) ? "_memtype_attr" : "_memtype_cache");
+}
+
+INSTANTIATE_TEST_SUITE_P(kinds, test_ucp_cuda_tag,
+                         ::testing::Combine(
+                                 ::testing::Values(mem_kind::legacy,
+                                                   mem_kind::async_default_pool,
+                                                   mem_kind::vmm_posix_fd),
+                                 ::testing::Bool()),
+                         param_name);
+
+} // namespace
