@@ -4,6 +4,7 @@
 
 #include "perf_oob.h"
 #include "perf_time.h"
+#include "perf_wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -521,5 +522,38 @@ ucs_status_t perf_run_exchange(perf_run_t *run, perf_oob_state_t *state,
     if (status != UCS_OK) {
         *state = PERF_OOB_STATE_CLOSED;
     }
+    return status;
+}
+
+ucs_status_t perf_run_finish(perf_run_t *run, perf_oob_state_t *state,
+                             uint64_t *bad, char *bad_what, size_t bad_what_size,
+                             ucs_status_t status)
+{
+    perf_wire_out_t out = {0};
+    char what[256];
+    ucs_status_t xstatus;
+    perf_wire_in_t in;
+    uint64_t peer_bad;
+    size_t length;
+    void *data;
+
+    perf_wire_put_u64(&out, *bad);
+    perf_wire_put_str(&out, bad_what);
+    xstatus = perf_run_exchange(run, state, out.data, out.length, &data, &length);
+    perf_wire_free(&out);
+    if (xstatus != UCS_OK) {
+        return (status != UCS_OK) ? status : xstatus;
+    }
+
+    if (run->role == PERF_ROLE_INITIATOR) {
+        perf_wire_in_init(&in, data, length);
+        peer_bad = perf_wire_get_u64(&in);
+        perf_wire_get_str(&in, what, sizeof(what));
+        if (!in.failed && (peer_bad > 0) && (*bad == 0)) {
+            *bad = peer_bad;
+            snprintf(bad_what, bad_what_size, "%s", what);
+        }
+    }
+    free(data);
     return status;
 }

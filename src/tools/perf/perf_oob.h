@@ -129,4 +129,17 @@ ucs_status_t perf_run_exchange(perf_run_t *run, perf_oob_state_t *state,
                                const void *data, size_t length,
                                void **peer_data_p, size_t *peer_length_p);
 
+
+/**
+ * The last step both sides of a run take together: the responder reports
+ * what its validation found (@a bad messages, the first described in
+ * @a bad_what), and the initiator keeps that report when it found nothing
+ * itself. Neither side tears down before the other has stopped sending.
+ *
+ * @return @a status if it is an error, else the exchange's status.
+ */
+ucs_status_t perf_run_finish(perf_run_t *run, perf_oob_state_t *state,
+                             uint64_t *bad, char *bad_what, size_t bad_what_size,
+                             ucs_status_t status);
+
 #endif

@@ -700,46 +700,16 @@ static void perf_uct_cleanup(perf_uct_ctx_t *ctx)
     }
 }
 
-/*
- * The last step both sides take together: the responder reports what its
- * validation found, the initiator whether its loop finished. Neither
- * tears down before the other has stopped sending.
- */
+/* The responder reports what its validation found (perf_run_finish). */
 static ucs_status_t perf_uct_finish(perf_uct_ctx_t *ctx, ucs_status_t status)
 {
     perf_uct_side_t *resp = &ctx->sides[PERF_SIDE_RECV];
-    perf_wire_out_t out   = {0};
-    char what[sizeof(resp->bad_what)];
-    ucs_status_t xstatus;
-    perf_wire_in_t in;
-    uint64_t bad;
-    size_t length;
-    void *data;
 
     if (ctx->loopback) {
         return status;
     }
-
-    perf_wire_put_u64(&out, resp->bad);
-    perf_wire_put_str(&out, resp->bad_what);
-    xstatus = perf_run_exchange(ctx->run, &ctx->oob_state,
-                                out.data, out.length, &data, &length);
-    perf_wire_free(&out);
-    if (xstatus != UCS_OK) {
-        return (status != UCS_OK) ? status : xstatus;
-    }
-
-    if (ctx->run->role == PERF_ROLE_INITIATOR) {
-        perf_wire_in_init(&in, data, length);
-        bad = perf_wire_get_u64(&in);
-        perf_wire_get_str(&in, what, sizeof(what));
-        if (!in.failed && (bad > 0) && (resp->bad == 0)) {
-            resp->bad = bad;
-            memcpy(resp->bad_what, what, sizeof(what));
-        }
-    }
-    free(data);
-    return status;
+    return perf_run_finish(ctx->run, &ctx->oob_state, &resp->bad, resp->bad_what,
+                           sizeof(resp->bad_what), status);
 }
 
 static ucs_status_t perf_uct_run(perf_run_t *run)
