@@ -240,7 +240,8 @@ static ucs_status_t uct_cuda_copy_query_devices(uct_md_h md,
                                                 uct_tl_device_resource_t **devices_p,
                                                 unsigned *num_devices_p)
 {
-    return uct_tl_single_device(UCT_CUDA_DEV_NAME, UCT_DEVICE_TYPE_ACC, devices_p, num_devices_p);
+    return uct_tl_single_device(UCT_CUDA_DEV_NAME, UCT_DEVICE_TYPE_ACC,
+                                devices_p, num_devices_p);
 }
 
 static uct_tl_t uct_cuda_copy_tl = {

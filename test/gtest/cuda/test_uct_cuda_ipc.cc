@@ -134,6 +134,24 @@ ucx_test::process_fn_t exporter(mem_kind kind)
     });
 }
 
+/*
+ * Exporter for importer-side checks: allocate @a kind, fill
+ * [OFFSET, OFFSET + LENGTH) with seed 1, offer it, and keep it alive until
+ * the importer's barrier.
+ */
+ucx_test::process_fn_t single_offer(mem_kind kind)
+{
+    return guarded([kind](oob_channel &ch) {
+        init_device();
+        std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+        allocation a;
+        ASSERT_CU(a.allocate(kind, SIZE));
+        write_pattern(a.ptr + OFFSET, LENGTH, 1);
+        ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
+        ASSERT_TRUE(ch.barrier());
+    });
+}
+
 /* Importer: get [OFFSET, OFFSET + LENGTH) and check it, put seed 2 there. */
 ucx_test::process_fn_t importer(const config_t &config = config_t(), int device = 0)
 {
@@ -387,14 +405,7 @@ TEST_F(test_uct_cuda_ipc, repeated_access_hits_the_mapping_cache)
             }
             ASSERT_TRUE(ch.barrier());
         }),
-        guarded([](oob_channel &ch) {
-            init_device();
-            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
-            allocation a;
-            ASSERT_CU(a.allocate(mem_kind::vmm_two_chunks, SIZE));
-            ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
-            ASSERT_TRUE(ch.barrier());
-        }));
+        single_offer(mem_kind::vmm_two_chunks));
 }
 
 TEST_F(test_uct_cuda_ipc, new_buffer_at_same_address_replaces_stale_mapping)
@@ -545,15 +556,7 @@ TEST_F(test_uct_cuda_ipc, cache_off_maps_per_operation)
             }
             ASSERT_TRUE(ch.barrier());
         }),
-        guarded([](oob_channel &ch) {
-            init_device();
-            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
-            allocation a;
-            ASSERT_CU(a.allocate(mem_kind::vmm_posix_fd, SIZE));
-            write_pattern(a.ptr + OFFSET, LENGTH, 1);
-            ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
-            ASSERT_TRUE(ch.barrier());
-        }));
+        single_offer(mem_kind::vmm_posix_fd));
 }
 
 TEST_F(test_uct_cuda_ipc, packing_twice_reuses_the_cached_export)
@@ -762,15 +765,7 @@ TEST_F(test_uct_cuda_ipc, import_and_unmap_from_a_thread_without_current_context
             }
             ASSERT_TRUE(ch.barrier());
         }),
-        guarded([](oob_channel &ch) {
-            init_device();
-            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
-            allocation a;
-            ASSERT_CU(a.allocate(mem_kind::vmm_two_chunks, SIZE));
-            write_pattern(a.ptr + OFFSET, LENGTH, 1);
-            ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
-            ASSERT_TRUE(ch.barrier());
-        }));
+        single_offer(mem_kind::vmm_two_chunks));
 }
 
 TEST_F(test_uct_cuda_ipc, export_cache_drops_an_allocation_and_closes_its_fds_when_it_is_freed)

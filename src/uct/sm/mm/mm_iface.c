@@ -715,7 +715,8 @@ static ucs_status_t uct_mm_query_devices(uct_md_h md,
                                          uct_tl_device_resource_t **devices_p,
                                          unsigned *num_devices_p)
 {
-    return uct_tl_single_device(UCT_MM_DEVICE_NAME, UCT_DEVICE_TYPE_SHM, devices_p, num_devices_p);
+    return uct_tl_single_device(UCT_MM_DEVICE_NAME, UCT_DEVICE_TYPE_SHM,
+                                devices_p, num_devices_p);
 }
 
 /* ------------------------------------------------------------------------ */
