@@ -1,11 +1,61 @@
 #include "test_helpers.h"
 
+#include <ucs/debug/log.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
 #include <fcntl.h>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace ucx_test {
+
+config_sandbox::config_sandbox() : m_saved_level(ucs_log_level)
+{
+    m_log_path = make_file("");
+    EXPECT_EQ(UCS_OK, ucs_log_set_file(m_log_path.c_str()));
+    ucs_log_set_level(UCS_LOG_LEVEL_WARN);
+}
+
+config_sandbox::~config_sandbox()
+{
+    ucs_log_set_file("stderr");
+    ucs_log_set_level((ucs_log_level_t)m_saved_level);
+    while (!m_env.empty()) {
+        m_env.pop_back(); /* restore in reverse order of setting */
+    }
+    for (const std::string &path : m_files) {
+        unlink(path.c_str());
+    }
+}
+
+void config_sandbox::setenv(const char *name, const char *value)
+{
+    m_env.emplace_back(new scoped_setenv(name, value));
+}
+
+std::string config_sandbox::make_file(const std::string &contents)
+{
+    char path[] = "/tmp/ucx_test_config_XXXXXX";
+    int fd      = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ((ssize_t)contents.size(), write(fd, contents.data(), contents.size()));
+    close(fd);
+    m_files.push_back(path);
+    return path;
+}
+
+std::string config_sandbox::log() const
+{
+    std::ifstream in(m_log_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
 
 int run_test_in_fresh_process(const char *test)
 {

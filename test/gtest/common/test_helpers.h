@@ -6,7 +6,9 @@
 #define UCX_TEST_HELPERS_H_
 
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace ucx_test {
 
@@ -43,6 +45,32 @@ private:
     std::string m_name;
     std::string m_old;
     bool        m_had_old;
+};
+
+/**
+ * What a configuration test changes, undone on destruction in reverse order:
+ * environment variables, temporary files, and the log, which is captured in
+ * a temporary file at warning level so tests can check what was reported.
+ */
+class config_sandbox {
+public:
+    config_sandbox();
+    ~config_sandbox();
+
+    /** Set (or, with NULL, unset) a variable until the sandbox ends. */
+    void setenv(const char *name, const char *value);
+
+    /** A temporary file holding @a contents, removed when the sandbox ends. */
+    std::string make_file(const std::string &contents);
+
+    /** Everything logged since the sandbox began. */
+    std::string log() const;
+
+private:
+    std::vector<std::unique_ptr<scoped_setenv>> m_env;
+    std::vector<std::string>                    m_files;
+    std::string                                 m_log_path;
+    int                                         m_saved_level;
 };
 
 /**

@@ -22,53 +22,33 @@ class ucp_config : public ::testing::Test {
 protected:
     void SetUp() override
     {
+        m_sandbox.reset(new ucx_test::config_sandbox());
         for (const char *var : {"UCX_CONFIG_FILE", "UCX_TLS", "UCX_MYAPP_TLS",
                                 "UCX_TSL"}) {
             setenv(var, NULL);
         }
-        m_saved_level = ucs_log_level;
-        m_log_path    = make_file("");
-        ASSERT_EQ(UCS_OK, ucs_log_set_file(m_log_path.c_str()));
-        ucs_log_set_level(UCS_LOG_LEVEL_WARN);
         m_config = NULL;
     }
 
     void TearDown() override
     {
         ucp_config_release(m_config);
-        ucs_log_set_file("stderr");
-        ucs_log_set_level(m_saved_level);
-        while (!m_env.empty()) {
-            m_env.pop_back();
-        }
-        for (const std::string &path : m_files) {
-            unlink(path.c_str());
-        }
+        m_sandbox.reset();
     }
 
     void setenv(const char *name, const char *value)
     {
-        m_env.emplace_back(new ucx_test::scoped_setenv(name, value));
+        m_sandbox->setenv(name, value);
     }
 
     std::string make_file(const std::string &contents)
     {
-        char path[] = "/tmp/ucx_test_ucp_config_XXXXXX";
-        int fd      = mkstemp(path);
-        EXPECT_GE(fd, 0);
-        EXPECT_EQ((ssize_t)contents.size(),
-                  write(fd, contents.data(), contents.size()));
-        close(fd);
-        m_files.push_back(path);
-        return path;
+        return m_sandbox->make_file(contents);
     }
 
     std::string log() const
     {
-        std::ifstream in(m_log_path);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return ss.str();
+        return m_sandbox->log();
     }
 
     ucs_status_t read(const char *env_prefix = NULL,
@@ -116,10 +96,7 @@ protected:
     ucp_config_t *m_config;
 
 private:
-    std::vector<std::unique_ptr<ucx_test::scoped_setenv>> m_env;
-    std::vector<std::string>                              m_files;
-    std::string                                           m_log_path;
-    ucs_log_level_t                                       m_saved_level;
+    std::unique_ptr<ucx_test::config_sandbox> m_sandbox;
 };
 
 TEST_F(ucp_config, tls_defaults_to_all)
