@@ -259,6 +259,22 @@ enum {
     UCP_AM_ID_SYNC_ACK,        /* [sync_id] */
     UCP_AM_ID_WIREUP,          /* [uuid][address] */
     UCP_AM_ID_KEEPALIVE,       /* nothing */
+    /* Rendezvous (src/ucp/rndv): formats in ucp_rndv.h. */
+    UCP_AM_ID_RNDV_RTS,
+    UCP_AM_ID_RNDV_RTR,
+    UCP_AM_ID_RNDV_ATS,
+    UCP_AM_ID_RNDV_ATP,
+    UCP_AM_ID_RNDV_FRAG,
+    UCP_AM_ID_RNDV_FRAG_ACK,
+    UCP_AM_ID_RNDV_DATA,
+    /* RMA and atomics over active messages (src/ucp/rma): formats in
+     * ucp_rma.h. */
+    UCP_AM_ID_RMA_PUT,
+    UCP_AM_ID_RMA_GET_REQ,
+    UCP_AM_ID_RMA_GET_REP,
+    UCP_AM_ID_RMA_AMO_REQ,
+    UCP_AM_ID_RMA_AMO_REP,
+    UCP_AM_ID_RMA_ACK,
     UCP_AM_ID_LAST
 };
 
