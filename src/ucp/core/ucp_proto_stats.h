@@ -1,0 +1,54 @@
+/**
+ * @file ucp_proto_stats.h
+ * Which protocol carried each tag message: per-worker counters that our own
+ * tools (ucx_perftest, ucx_info) read to show what moved the data. Not part
+ * of upstream's API and not installed; the symbols are exported by libucp
+ * for the in-tree tools only.
+ */
+#ifndef UCP_PROTO_STATS_H_
+#define UCP_PROTO_STATS_H_
+
+#include <ucp/api/ucp.h>
+
+#include <stdint.h>
+
+BEGIN_C_DECLS
+
+/** The protocols a tag message can take. A message is counted once on each
+ *  side, when that side learns which protocol was used (a rendezvous sender
+ *  learns it from the receiver's reply). */
+typedef enum ucp_proto_stat {
+    UCP_PROTO_STAT_EAGER_SHORT,     /**< one am_short */
+    UCP_PROTO_STAT_EAGER_BCOPY,     /**< one am_bcopy segment */
+    UCP_PROTO_STAT_EAGER_MULTI,     /**< several am_bcopy segments */
+    UCP_PROTO_STAT_EAGER_STAGED,    /**< eager, device data bounced via host */
+    UCP_PROTO_STAT_RNDV_GET,        /**< receiver read the sender's buffer */
+    UCP_PROTO_STAT_RNDV_PUT,        /**< sender wrote the receiver's buffer */
+    UCP_PROTO_STAT_RNDV_PIPE_CUDA,  /**< staged through device fragments */
+    UCP_PROTO_STAT_RNDV_PIPE_HOST,  /**< staged through host fragments */
+    UCP_PROTO_STAT_RNDV_AM,         /**< rendezvous, data as active messages */
+    UCP_PROTO_STAT_LAST
+} ucp_proto_stat_t;
+
+/**
+ * Short name of a protocol ("eager_short", "rndv_get", ...), or "unknown".
+ */
+const char *ucp_proto_stat_name(ucp_proto_stat_t proto);
+
+/**
+ * Name of the transport(s) that carry the data of @a proto on @a ep
+ * ("posix", "cuda_ipc", "cuda_copy+cuda_ipc", ...), or "-" when @a ep has no
+ * such lane.
+ */
+const char *ucp_proto_stat_transport(ucp_ep_h ep, ucp_proto_stat_t proto);
+
+/**
+ * Copy the worker's counters (messages sent plus messages received, per
+ * protocol, since the worker was created) into @a counts.
+ */
+void ucp_worker_proto_stats(ucp_worker_h worker,
+                            uint64_t counts[UCP_PROTO_STAT_LAST]);
+
+END_C_DECLS
+
+#endif
