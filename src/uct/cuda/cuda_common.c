@@ -194,6 +194,10 @@ ucs_status_t uct_cuda_queue_init(uct_cuda_queue_t *q)
     q->tail        = NULL;
     q->free_ops    = NULL;
     q->outstanding = 0;
+    q->unrecorded  = 0;
+    if (cuCtxGetCurrent(&q->ctx) != CUDA_SUCCESS) {
+        q->ctx = NULL;
+    }
     return UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
                          cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING));
 }
@@ -255,19 +259,12 @@ ucs_status_t uct_cuda_queue_push_cb(uct_cuda_queue_t *q, uct_completion_t *comp,
                                     void (*done)(void *arg), void *arg)
 {
     uct_cuda_op_t *op = uct_cuda_op_get(q);
-    ucs_status_t status;
 
     if (op == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuEventRecord(op->event, q->stream));
-    if (status != UCS_OK) {
-        op->next    = q->free_ops;
-        q->free_ops = op;
-        return status;
-    }
-
+    op->recorded = 0;
     op->comp     = comp;
     op->done     = done;
     op->done_arg = arg;
@@ -279,39 +276,79 @@ ucs_status_t uct_cuda_queue_push_cb(uct_cuda_queue_t *q, uct_completion_t *comp,
     }
     q->tail = op;
     ++q->outstanding;
+    ++q->unrecorded;
     return UCS_INPROGRESS;
+}
+
+static void uct_cuda_queue_complete(uct_cuda_queue_t *q, uct_cuda_op_t *op,
+                                    CUresult res)
+{
+    q->head = op->next;
+    if (q->head == NULL) {
+        q->tail = NULL;
+    }
+    --q->outstanding;
+    if (op->done != NULL) {
+        op->done(op->done_arg);
+    }
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, (res == CUDA_SUCCESS) ?
+                                        UCS_OK : UCS_ERR_IO_ERROR);
+    }
+    op->next    = q->free_ops;
+    q->free_ops = op;
+}
+
+/* One event after the newest op answers for all ops pushed before it. If it
+ * cannot be recorded, wait for the stream instead: the ops still complete. */
+static void uct_cuda_queue_record(uct_cuda_queue_t *q)
+{
+    CUcontext cur = NULL;
+    CUresult res;
+    int pushed;
+
+    (void)cuCtxGetCurrent(&cur);
+    pushed = (q->ctx != NULL) && (cur != q->ctx) &&
+             (cuCtxPushCurrent(q->ctx) == CUDA_SUCCESS);
+    res = cuEventRecord(q->tail->event, q->stream);
+    if (res != CUDA_SUCCESS) {
+        ucs_error("cuda: cuEventRecord failed (%s): waiting for the stream",
+                  uct_cuda_cu_name(res));
+        (void)cuStreamSynchronize(q->stream);
+        /* The tail's event was recorded earlier (or never): either way it is
+         * complete now that the stream is idle. */
+    }
+    if (pushed) {
+        (void)cuCtxPopCurrent(&cur);
+    }
+    q->tail->recorded = 1;
+    q->unrecorded     = 0;
 }
 
 unsigned uct_cuda_queue_progress(uct_cuda_queue_t *q)
 {
     unsigned count = 0;
-    uct_cuda_op_t *op;
+    uct_cuda_op_t *op, *mark;
     CUresult res;
 
-    while ((op = q->head) != NULL) {
-        res = cuEventQuery(op->event);
+    if (q->unrecorded != 0) {
+        uct_cuda_queue_record(q);
+    }
+    while (q->head != NULL) {
+        for (mark = q->head; !mark->recorded; mark = mark->next) {
+        }
+        res = cuEventQuery(mark->event);
         if (res == CUDA_ERROR_NOT_READY) {
             break;
-        }
-
-        q->head = op->next;
-        if (q->head == NULL) {
-            q->tail = NULL;
-        }
-        --q->outstanding;
-        if (op->done != NULL) {
-            op->done(op->done_arg);
-        }
-        if (op->comp != NULL) {
-            uct_invoke_completion(op->comp, (res == CUDA_SUCCESS) ?
-                                            UCS_OK : UCS_ERR_IO_ERROR);
         }
         if (res != CUDA_SUCCESS) {
             ucs_error("cuda: asynchronous copy failed: %s", uct_cuda_cu_name(res));
         }
-        op->next    = q->free_ops;
-        q->free_ops = op;
-        ++count;
+        do {
+            op = q->head;
+            uct_cuda_queue_complete(q, op, res);
+            ++count;
+        } while (op != mark);
     }
     return count;
 }

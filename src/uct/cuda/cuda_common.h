@@ -107,6 +107,7 @@ void uct_cuda_set_sync_memops(const void *address);
 /** One asynchronous operation (or flush marker) waiting for its event. */
 typedef struct uct_cuda_op {
     CUevent            event;
+    int                recorded; /**< event recorded after this op's work */
     uct_completion_t   *comp;  /**< NULL: nobody waits for it */
     void               (*done)(void *arg); /**< NULL, or called when it ends */
     void               *done_arg;
@@ -114,15 +115,21 @@ typedef struct uct_cuda_op {
 } uct_cuda_op_t;
 
 /**
- * A non-blocking stream and the FIFO of its outstanding operations. Events
- * of one stream complete in order, so progress polls only the head.
+ * A non-blocking stream and the FIFO of its outstanding operations. Work of
+ * one stream completes in order, so one event recorded after the newest op
+ * answers for every op before it: push records nothing (an event record
+ * costs about as much as the rest of a cached put/get), and progress records
+ * a single event for all ops pushed since its last call, then polls the
+ * oldest recorded event.
  */
 typedef struct uct_cuda_queue {
     CUstream      stream;
+    CUcontext     ctx;         /**< the stream's context, for late records */
     uct_cuda_op_t *head;
     uct_cuda_op_t *tail;
     uct_cuda_op_t *free_ops;   /**< recycled, events kept */
     unsigned      outstanding;
+    unsigned      unrecorded;  /**< ops at the tail without an event yet */
 } uct_cuda_queue_t;
 
 /** Create the stream (CU_STREAM_NON_BLOCKING) in the current context. */
@@ -133,9 +140,10 @@ ucs_status_t uct_cuda_queue_init(uct_cuda_queue_t *q);
 void uct_cuda_queue_cleanup(uct_cuda_queue_t *q);
 
 /**
- * Record an event after the work just queued on the stream and remember
- * @a comp. @return UCS_INPROGRESS, or an error (the work stays queued; the
- * caller synchronises the stream).
+ * Remember @a comp for the work just queued on the stream; the event that
+ * tells its completion is recorded by the next progress (or flush).
+ * @return UCS_INPROGRESS, or an error (the work stays queued; the caller
+ * synchronises the stream).
  */
 ucs_status_t uct_cuda_queue_push(uct_cuda_queue_t *q, uct_completion_t *comp);
 

@@ -203,6 +203,12 @@ static ucs_status_t uct_cuda_copy_iface_open(uct_md_h md, uct_worker_h worker,
         goto err_base;
     }
 
+    /* Blocking copies from pageable memory the application makes from now
+     * on must have landed when they return, or a copy of ours on another
+     * stream could read stale data: CU_CTX_SYNC_MEMOPS on the context
+     * (the pointer fallback has no pointer here and only logs). */
+    uct_cuda_set_sync_memops(NULL);
+
     status = uct_cuda_queue_init(&iface->queue);
     if (status != UCS_OK) {
         goto err_base;

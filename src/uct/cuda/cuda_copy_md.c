@@ -232,17 +232,19 @@ static ucs_status_t uct_cuda_copy_md_mem_alloc(uct_md_h md, size_t *length_p,
         return UCS_ERR_NO_MEMORY;
     }
 
+    /* Running out of memory is an answer the caller acts on (staging falls
+     * back, a tool reports it), not an error of ours: debug level here. */
     switch (mem_type) {
     case UCS_MEMORY_TYPE_HOST:
-        status = UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
+        status = UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
                                cuMemHostAlloc(&ptr, length, CU_MEMHOSTALLOC_PORTABLE));
         break;
     case UCS_MEMORY_TYPE_CUDA:
-        status = UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuMemAlloc(&dptr, length));
+        status = UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, cuMemAlloc(&dptr, length));
         ptr    = (void*)(uintptr_t)dptr;
         break;
     default:
-        status = UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
+        status = UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
                                cuMemAllocManaged(&dptr, length, CU_MEM_ATTACH_GLOBAL));
         ptr    = (void*)(uintptr_t)dptr;
         break;

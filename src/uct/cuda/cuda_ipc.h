@@ -145,15 +145,18 @@ typedef struct uct_cuda_ipc_mapping {
     CUdeviceptr                 local_base;
     unsigned                    refcount;     /**< operations in flight + the cache's 1 */
     int                         cached;       /**< still findable in the cache */
+    struct uct_cuda_ipc_pool_import *pool;    /**< POOL: the imported pool */
     struct uct_cuda_ipc_mapping *prev, *next; /**< LRU list, most recent first */
 } uct_cuda_ipc_mapping_t;
 
-/** An imported pool, kept for the cache's life. */
+/** An imported pool, kept while pointers imported from it are mapped (a
+ *  peer that creates and destroys pools must not make the list grow). */
 typedef struct uct_cuda_ipc_pool_import {
     uint32_t                        pid;
     uint64_t                        pid_ns;
     uint64_t                        pool_id;
     CUmemoryPool                    pool;
+    unsigned                        mappings; /**< live mappings from it */
     struct uct_cuda_ipc_pool_import *next;
 } uct_cuda_ipc_pool_import_t;
 

@@ -8,9 +8,11 @@
 
 /*
  * cuda_ipc operations: find (or import) the mapping of the peer object the
- * key describes, then one cuMemcpyDtoDAsync per iov block on the iface's
+ * key describes, then one cuMemcpyAsync per iov block on the iface's
  * stream for the device that memory lives on (copies with different peer
- * GPUs run concurrently). The mapping stays referenced until the operation's event has
+ * GPUs run concurrently). cuMemcpyAsync takes the direction from unified
+ * addressing, so the local buffer may also be host memory (a rendezvous
+ * into a host receive buffer, or a put from a host send buffer). The mapping stays referenced until the operation's event has
  * fired, so the cache never unmaps memory a copy still uses.
  */
 
@@ -90,10 +92,10 @@ static ucs_status_t uct_cuda_ipc_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
             local = (CUdeviceptr)(uintptr_t)iov[i].buffer + (size_t)j * iov[i].stride;
             if ((iov[i].length > 0) &&
                 (UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
-                               cuMemcpyDtoDAsync(is_put ? remote : local,
-                                                 is_put ? local : remote,
-                                                 iov[i].length,
-                                                 queue->stream)) != UCS_OK)) {
+                               cuMemcpyAsync(is_put ? remote : local,
+                                             is_put ? local : remote,
+                                             iov[i].length,
+                                             queue->stream)) != UCS_OK)) {
                 status = UCS_ERR_IO_ERROR;
                 goto err;
             }

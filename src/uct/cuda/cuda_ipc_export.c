@@ -128,12 +128,53 @@ static ucs_status_t uct_cuda_ipc_ptr_query(CUdeviceptr ptr, uct_cuda_ipc_ptr_att
     return UCS_OK;
 }
 
+/* Who we are, as keys say it. getpid() and getuid() are system calls, and
+ * every pack and unpack needs the answer (several microseconds per message
+ * on a virtualised host), so it is read once and again in a forked child.
+ * The uid is the one at first use: a process that changes it later keeps
+ * announcing the old one. */
+typedef struct {
+    uint32_t pid;
+    uint32_t uid;
+    uint64_t pid_ns;
+    uint8_t  boot_id[16];
+} uct_cuda_ipc_owner_t;
+
+static uct_cuda_ipc_owner_t uct_cuda_ipc_owner;
+static int uct_cuda_ipc_owner_valid;
+static pthread_mutex_t uct_cuda_ipc_owner_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t uct_cuda_ipc_owner_once  = PTHREAD_ONCE_INIT;
+
+static void uct_cuda_ipc_owner_forked(void)
+{
+    pthread_mutex_init(&uct_cuda_ipc_owner_lock, NULL);
+    uct_cuda_ipc_owner_valid = 0;
+}
+
+static void uct_cuda_ipc_owner_watch_fork(void)
+{
+    (void)pthread_atfork(NULL, NULL, uct_cuda_ipc_owner_forked);
+}
+
 void uct_cuda_ipc_fill_owner(uct_cuda_ipc_key_t *key)
 {
-    key->pid    = (uint32_t)getpid();
-    key->uid    = (uint32_t)getuid();
-    key->pid_ns = ucs_sys_get_pid_ns();
-    (void)ucs_sys_get_boot_id(key->boot_id);
+    if (!__atomic_load_n(&uct_cuda_ipc_owner_valid, __ATOMIC_ACQUIRE)) {
+        pthread_once(&uct_cuda_ipc_owner_once, uct_cuda_ipc_owner_watch_fork);
+        pthread_mutex_lock(&uct_cuda_ipc_owner_lock);
+        if (!uct_cuda_ipc_owner_valid) {
+            memset(&uct_cuda_ipc_owner, 0, sizeof(uct_cuda_ipc_owner));
+            uct_cuda_ipc_owner.pid    = (uint32_t)getpid();
+            uct_cuda_ipc_owner.uid    = (uint32_t)getuid();
+            uct_cuda_ipc_owner.pid_ns = ucs_sys_get_pid_ns();
+            (void)ucs_sys_get_boot_id(uct_cuda_ipc_owner.boot_id);
+            __atomic_store_n(&uct_cuda_ipc_owner_valid, 1, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&uct_cuda_ipc_owner_lock);
+    }
+    key->pid    = uct_cuda_ipc_owner.pid;
+    key->uid    = uct_cuda_ipc_owner.uid;
+    key->pid_ns = uct_cuda_ipc_owner.pid_ns;
+    memcpy(key->boot_id, uct_cuda_ipc_owner.boot_id, sizeof(key->boot_id));
 }
 
 static uint64_t uct_cuda_ipc_export_hash(uct_cuda_ipc_kind_t kind, uint64_t base,

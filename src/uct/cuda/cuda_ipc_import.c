@@ -73,6 +73,39 @@ static CUmemAccessDesc uct_cuda_ipc_rw_access(CUdevice device)
     return desc;
 }
 
+static uct_cuda_ipc_pool_import_t *
+uct_cuda_ipc_pool_find(uct_cuda_ipc_cache_t *cache, const uct_cuda_ipc_key_t *key)
+{
+    uct_cuda_ipc_pool_import_t *p;
+
+    for (p = cache->pools; p != NULL; p = p->next) {
+        if ((p->pid == key->pid) && (p->pid_ns == key->pid_ns) &&
+            (p->pool_id == key->pool_id)) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The last mapping from an imported pool is gone: destroy the import. */
+static void uct_cuda_ipc_pool_put(uct_cuda_ipc_cache_t *cache,
+                                  uct_cuda_ipc_pool_import_t *imp)
+{
+    uct_cuda_ipc_pool_import_t **pp;
+
+    if (--imp->mappings > 0) {
+        return;
+    }
+    for (pp = &cache->pools; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == imp) {
+            *pp = imp->next;
+            break;
+        }
+    }
+    (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, cuMemPoolDestroy(imp->pool));
+    free(imp);
+}
+
 /* The peer's pool, imported once and given access for our device. */
 static ucs_status_t uct_cuda_ipc_pool_get(uct_cuda_ipc_cache_t *cache,
                                           const uct_cuda_ipc_key_t *key,
@@ -84,12 +117,10 @@ static ucs_status_t uct_cuda_ipc_pool_get(uct_cuda_ipc_cache_t *cache,
     CUmemoryPool pool;
     int fd;
 
-    for (p = cache->pools; p != NULL; p = p->next) {
-        if ((p->pid == key->pid) && (p->pid_ns == key->pid_ns) &&
-            (p->pool_id == key->pool_id)) {
-            *pool_p = p->pool;
-            return UCS_OK;
-        }
+    p = uct_cuda_ipc_pool_find(cache, key);
+    if (p != NULL) {
+        *pool_p = p->pool;
+        return UCS_OK;
     }
 
     fd = uct_cuda_ipc_fd_fetch(key, key->pool_fd, cache->config.fd_transfer);
@@ -118,6 +149,7 @@ static ucs_status_t uct_cuda_ipc_pool_get(uct_cuda_ipc_cache_t *cache,
     p->pid_ns   = key->pid_ns;
     p->pool_id  = key->pool_id;
     p->pool     = pool;
+    p->mappings = 0;
     p->next     = cache->pools;
     cache->pools = p;
     ucs_debug("cuda_ipc: imported pool 0x%lx of pid %u", (unsigned long)key->pool_id,
@@ -246,6 +278,9 @@ static void uct_cuda_ipc_unmap(uct_cuda_ipc_mapping_t *m)
     case UCT_CUDA_IPC_KIND_POOL:
         /* Imported pool pointers are freed by the importer first. */
         (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, cuMemFree(m->local_base));
+        if (m->pool != NULL) {
+            uct_cuda_ipc_pool_put(m->cache, m->pool);
+        }
         break;
     case UCT_CUDA_IPC_KIND_VMM:
     case UCT_CUDA_IPC_KIND_VMM_FABRIC:
@@ -361,6 +396,10 @@ ucs_status_t uct_cuda_ipc_cache_get(uct_cuda_ipc_cache_t *cache,
                   key->pid);
         free(m);
         return status;
+    }
+    if (key->kind == UCT_CUDA_IPC_KIND_POOL) {
+        m->pool = uct_cuda_ipc_pool_find(cache, key);
+        ++m->pool->mappings;
     }
     ++cache->imports;
 

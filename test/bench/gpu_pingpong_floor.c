@@ -1,0 +1,234 @@
+/*
+ * The floor under small GPU-to-GPU ping-pong between two processes, with no
+ * communication library at all: what the GPU and driver cost when each turn
+ * of a ping-pong makes the active process issue one small copy on its own
+ * device memory and wait for it, then hand the turn to the other process
+ * through a flag in shared memory.
+ *
+ * Modes, each reported as the time of one turn (= one half round trip):
+ *   one-process  a single process alternates two streams and two buffers:
+ *                the driver's cost of copy + wait, no context switch;
+ *   two-process  two processes, each with its own context on device A / B:
+ *                adds whatever the GPU does when consecutive work comes from
+ *                different processes (on one GPU without MPS: a context
+ *                switch per turn).
+ * Run with devices "0,0" (one GPU) and "0,1" (two GPUs) to compare.
+ *
+ * usage: gpu_pingpong_floor [-n TURNS] [-s BYTES] [-a DEV_A,DEV_B]
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <cuda.h>
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(_call) \
+    do { \
+        CUresult _r = (_call); \
+        if (_r != CUDA_SUCCESS) { \
+            const char *_s = NULL; \
+            cuGetErrorName(_r, &_s); \
+            fprintf(stderr, "%s failed: %s\n", #_call, _s ? _s : "?"); \
+            exit(2); \
+        } \
+    } while (0)
+
+typedef struct {
+    _Atomic int turn;   /* whose turn: 0 or 1; -1 = stop */
+    _Atomic int ready;  /* processes set up */
+} shared_t;
+
+static double now_sec(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double*)a, y = *(const double*)b;
+
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    CUcontext   ctx;
+    CUstream    stream;
+    CUdeviceptr src, dst;
+} side_t;
+
+static void side_init(side_t *s, int dev, size_t size)
+{
+    CUdevice cudev;
+
+    CHECK(cuDeviceGet(&cudev, dev));
+    CHECK(cuDevicePrimaryCtxRetain(&s->ctx, cudev));
+    CHECK(cuCtxSetCurrent(s->ctx));
+    CHECK(cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&s->src, size));
+    CHECK(cuMemAlloc(&s->dst, size));
+    CHECK(cuMemsetD8(s->src, 1, size));
+}
+
+/* One turn: the small copy a library would issue, then wait for it. */
+static void side_turn(side_t *s, size_t size)
+{
+    CHECK(cuMemcpyDtoDAsync(s->dst, s->src, size, s->stream));
+    CHECK(cuStreamSynchronize(s->stream));
+}
+
+static double one_process(int dev_a, int dev_b, size_t size, unsigned turns)
+{
+    side_t s[2];
+    double *t = calloc(turns, sizeof(double)), t0, med;
+    unsigned i;
+
+    CHECK(cuInit(0));
+    side_init(&s[0], dev_a, size);
+    side_init(&s[1], dev_b, size);
+    for (i = 0; i < turns + 100; ++i) {
+        side_t *cur = &s[i & 1];
+
+        CHECK(cuCtxSetCurrent(cur->ctx));
+        t0 = now_sec();
+        side_turn(cur, size);
+        if (i >= 100) {
+            t[i - 100] = now_sec() - t0;
+        }
+    }
+    qsort(t, turns, sizeof(double), cmp_double);
+    med = t[turns / 2];
+    free(t);
+    return med;
+}
+
+/* Child and parent take turns; the parent times full round trips. */
+static double two_process(int dev_a, int dev_b, size_t size, unsigned turns)
+{
+    shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    unsigned rounds = turns / 2, i;
+    double *t, t0, med;
+    side_t s;
+    pid_t pid;
+    int status;
+
+    if (sh == MAP_FAILED) {
+        perror("mmap");
+        exit(2);
+    }
+    atomic_store(&sh->turn, 0);
+    atomic_store(&sh->ready, 0);
+    pid = fork();
+    if (pid == 0) {
+        CHECK(cuInit(0));
+        side_init(&s, dev_b, size);
+        atomic_fetch_add(&sh->ready, 1);
+        for (;;) {
+            int v;
+
+            while ((v = atomic_load_explicit(&sh->turn, memory_order_acquire)) == 0) {
+            }
+            if (v < 0) {
+                _exit(0);
+            }
+            side_turn(&s, size);
+            atomic_store_explicit(&sh->turn, 0, memory_order_release);
+        }
+    }
+
+    CHECK(cuInit(0));
+    side_init(&s, dev_a, size);
+    while (atomic_load(&sh->ready) == 0) {
+    }
+    t = calloc(rounds, sizeof(double));
+    for (i = 0; i < rounds + 50; ++i) {
+        t0 = now_sec();
+        side_turn(&s, size);
+        atomic_store_explicit(&sh->turn, 1, memory_order_release);
+        while (atomic_load_explicit(&sh->turn, memory_order_acquire) != 0) {
+        }
+        if (i >= 50) {
+            t[i - 50] = (now_sec() - t0) / 2; /* two turns per round */
+        }
+    }
+    atomic_store(&sh->turn, -1);
+    waitpid(pid, &status, 0);
+    qsort(t, rounds, sizeof(double), cmp_double);
+    med = t[rounds / 2];
+    free(t);
+    munmap(sh, sizeof(*sh));
+    return med;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned turns = 2000;
+    size_t size    = 8;
+    int dev_a = 0, dev_b = 0, opt;
+    double one, two;
+    pid_t pid;
+    int status, p[2];
+
+    while ((opt = getopt(argc, argv, "n:s:a:")) != -1) {
+        switch (opt) {
+        case 'n':
+            turns = (unsigned)strtoul(optarg, NULL, 0);
+            break;
+        case 's':
+            size = strtoul(optarg, NULL, 0);
+            break;
+        case 'a':
+            if (sscanf(optarg, "%d,%d", &dev_a, &dev_b) != 2) {
+                fprintf(stderr, "-a needs DEV_A,DEV_B\n");
+                return 1;
+            }
+            break;
+        default:
+            fprintf(stderr, "usage: %s [-n TURNS] [-s BYTES] [-a DEV_A,DEV_B]\n",
+                    argv[0]);
+            return 1;
+        }
+    }
+    if (turns < 2) {
+        turns = 2;
+    }
+
+    /* The single-process measurement runs in a child, so that the parent
+     * has not initialised CUDA when it forks for the two-process one. */
+    if (pipe(p) != 0) {
+        perror("pipe");
+        return 2;
+    }
+    pid = fork();
+    if (pid == 0) {
+        one = one_process(dev_a, dev_b, size, turns);
+        if (write(p[1], &one, sizeof(one)) != sizeof(one)) {
+            _exit(2);
+        }
+        _exit(0);
+    }
+    if ((read(p[0], &one, sizeof(one)) != sizeof(one)) ||
+        (waitpid(pid, &status, 0) != pid) || !WIFEXITED(status) ||
+        (WEXITSTATUS(status) != 0)) {
+        fprintf(stderr, "one-process measurement failed\n");
+        return 2;
+    }
+    two = two_process(dev_a, dev_b, size, turns);
+    printf("gpu_pingpong_floor: devices %d,%d, %zu B copies, median of %u turns\n",
+           dev_a, dev_b, size, turns);
+    printf("  one-process turn (copy + wait, no switch): %8.2f us\n", one * 1e6);
+    printf("  two-process turn (half round trip):        %8.2f us\n", two * 1e6);
+    return 0;
+}
