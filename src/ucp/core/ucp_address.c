@@ -55,6 +55,18 @@ static uint32_t ucp_address_checksum(const void *buffer, size_t length)
     return (uint32_t)(hash ^ (hash >> 32));
 }
 
+/* The messaging ifaces, then the rendezvous (cuda_ipc) iface if open. */
+static unsigned ucp_address_num_ifaces(ucp_worker_h worker)
+{
+    return worker->num_ifaces + (worker->rma_iface.iface != NULL);
+}
+
+static const ucp_worker_iface_t *ucp_address_iface(ucp_worker_h worker,
+                                                   unsigned i)
+{
+    return (i < worker->num_ifaces) ? &worker->ifaces[i] : &worker->rma_iface;
+}
+
 static int ucp_address_include(const ucp_worker_iface_t *wiface, uint32_t flags)
 {
     uct_device_type_t type = wiface->worker->context->rscs[wiface->rsc_index].desc.dev_type;
@@ -75,15 +87,16 @@ ucs_status_t ucp_address_pack(ucp_worker_h worker, uint32_t flags,
     char *buf, *p;
 
     length = sizeof(hdr);
-    for (i = 0; i < worker->num_ifaces; ++i) {
-        if (!ucp_address_include(&worker->ifaces[i], flags)) {
+    for (i = 0; i < ucp_address_num_ifaces(worker); ++i) {
+        const ucp_worker_iface_t *wiface = ucp_address_iface(worker, i);
+        if (!ucp_address_include(wiface, flags)) {
             continue;
         }
-        rsc     = &context->rscs[worker->ifaces[i].rsc_index];
+        rsc     = &context->rscs[wiface->rsc_index];
         length += 1 + strlen(rsc->desc.tl_name) + 1 +
                   strlen(context->mds[rsc->md_index].component_name) + 1 +
-                  2 + worker->ifaces[i].attr.device_addr_len +
-                  2 + worker->ifaces[i].attr.iface_addr_len;
+                  2 + wiface->attr.device_addr_len +
+                  2 + wiface->attr.iface_addr_len;
         ++count;
     }
 
@@ -103,8 +116,8 @@ ucs_status_t ucp_address_pack(ucp_worker_h worker, uint32_t flags,
     ucs_sys_get_boot_id(hdr.boot_id);
 
     p = buf + sizeof(hdr);
-    for (i = 0; i < worker->num_ifaces; ++i) {
-        const ucp_worker_iface_t *wiface = &worker->ifaces[i];
+    for (i = 0; i < ucp_address_num_ifaces(worker); ++i) {
+        const ucp_worker_iface_t *wiface = ucp_address_iface(worker, i);
         if (!ucp_address_include(wiface, flags)) {
             continue;
         }

@@ -9,6 +9,21 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+const char *ucp_rndv_scheme_names[] = {
+    [UCP_RNDV_SCHEME_AUTO]      = "auto",
+    [UCP_RNDV_SCHEME_GET_ZCOPY] = "get_zcopy",
+    [UCP_RNDV_SCHEME_PUT_ZCOPY] = "put_zcopy",
+    [UCP_RNDV_SCHEME_PIPELINE]  = "pipeline",
+    [UCP_RNDV_SCHEME_LAST]      = NULL
+};
+
+static const char *ucp_rndv_frag_type_names[] = {
+    [UCP_RNDV_FRAG_TYPE_AUTO] = "auto",
+    [UCP_RNDV_FRAG_TYPE_HOST] = "host",
+    [UCP_RNDV_FRAG_TYPE_CUDA] = "cuda",
+    [UCP_RNDV_FRAG_TYPE_LAST] = NULL
+};
+
 static const ucs_config_field_t ucp_config_fields[] = {
     {"TLS", "all",
      "Transports a context may use: 'all', a comma-separated list of\n"
@@ -20,8 +35,97 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "which message size and memory type.",
      offsetof(ucp_config_t, proto_info), UCS_CONFIG_TYPE_BOOL},
 
+    {"RNDV_THRESH", "auto",
+     "Messages of this size and larger use the rendezvous protocol. 'auto'\n"
+     "picks per buffer: device memory the peer can read through cuda_ipc at\n"
+     "any size, other device memory from 8K, host memory from 256K when the\n"
+     "peer has a cuda_ipc lane (else host messages stay eager).",
+     offsetof(ucp_config_t, rndv_thresh),
+     UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_AUTO | UCS_CONFIG_PARSE_INF)},
+
+    {"RNDV_SCHEME", "auto",
+     "Rendezvous protocol: auto (zero-copy get when the sender's buffer is\n"
+     "exportable, else put when the receiver's is, else pipeline), get_zcopy,\n"
+     "put_zcopy or pipeline. A forced scheme that cannot serve a pair of\n"
+     "buffers falls back to the next one (logged at debug level).",
+     offsetof(ucp_config_t, rndv_scheme),
+     UCS_CONFIG_TYPE_ENUM(ucp_rndv_scheme_names)},
+
+    {"RNDV_FRAG_MEM_TYPE", "auto",
+     "Memory of the pipeline's staging fragments: cuda (device memory\n"
+     "exported by cuda_ipc) or host (data as active messages). auto: the\n"
+     "value of UCX_RNDV_FRAG_MEM_TYPES, else cuda.",
+     offsetof(ucp_config_t, rndv_frag_type),
+     UCS_CONFIG_TYPE_ENUM(ucp_rndv_frag_type_names)},
+
+    {"RNDV_FRAG_MEM_TYPES", "auto",
+     "Alias of UCX_RNDV_FRAG_MEM_TYPE (upstream's plural spelling); used when\n"
+     "UCX_RNDV_FRAG_MEM_TYPE is auto.",
+     offsetof(ucp_config_t, rndv_frag_types),
+     UCS_CONFIG_TYPE_ENUM(ucp_rndv_frag_type_names)},
+
+    {"RNDV_FRAG_SIZE", "host:512K,cuda:64M",
+     "Size of a pipeline fragment per memory type, e.g. host:512K,cuda:64M.\n"
+     "A message smaller than depth fragments is cut into pieces of\n"
+     "len/UCX_RNDV_PIPELINE_DEPTH (at least 1M of device memory). Large\n"
+     "device fragments amortize the ~3-6 us to issue a copy and, on one GPU\n"
+     "shared by two processes, its context switch (docs/rendezvous.md).",
+     offsetof(ucp_config_t, rndv_frag_size), UCS_CONFIG_TYPE_MEMTYPE_SIZE_MAP},
+
+    {"RNDV_FRAG_POOL_SIZE", "4",
+     "Most fragments of each memory type a worker allocates (by default\n"
+     "4 x 64M = 256M of device memory); requests wait for a free fragment\n"
+     "when all are in use.",
+     offsetof(ucp_config_t, rndv_frag_pool), UCS_CONFIG_TYPE_UINT},
+
+    {"RNDV_PIPELINE_DEPTH", "4",
+     "Fragments one message keeps in flight, so that the copy into the next\n"
+     "one overlaps the transfer of the previous.",
+     offsetof(ucp_config_t, rndv_depth), UCS_CONFIG_TYPE_UINT},
+
     {NULL}
 };
+
+ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
+                                     ucp_rndv_config_t *rndv)
+{
+    unsigned i;
+
+    rndv->thresh    = config->rndv_thresh;
+    rndv->scheme    = (ucp_rndv_scheme_t)config->rndv_scheme;
+    rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_type;
+    if (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO) {
+        rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_types;
+    }
+    if (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO) {
+        rndv->frag_type = UCP_RNDV_FRAG_TYPE_CUDA;
+    }
+    for (i = 0; i < UCS_MEMORY_TYPE_LAST; ++i) {
+        rndv->frag_size[i] = config->rndv_frag_size[i];
+        if ((rndv->frag_size[i] == 0) && (i != UCS_MEMORY_TYPE_HOST) &&
+            (i != UCS_MEMORY_TYPE_CUDA)) {
+            /* Types the default does not name share the nearest one's. */
+            rndv->frag_size[i] = config->rndv_frag_size[
+                    (i == UCS_MEMORY_TYPE_CUDA_MANAGED) ? UCS_MEMORY_TYPE_CUDA :
+                                                          UCS_MEMORY_TYPE_HOST];
+        }
+        if ((rndv->frag_size[i] < 64) || (rndv->frag_size[i] > (1ul << 30))) {
+            ucs_error("UCX_RNDV_FRAG_SIZE: %zu bytes for %s memory is out of "
+                      "range (64 .. 1G)", rndv->frag_size[i],
+                      ucs_memory_type_names[i]);
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+    if ((config->rndv_frag_pool == 0) || (config->rndv_depth == 0)) {
+        ucs_error("UCX_RNDV_FRAG_POOL_SIZE and UCX_RNDV_PIPELINE_DEPTH must be "
+                  "at least 1 (got %u and %u)", config->rndv_frag_pool,
+                  config->rndv_depth);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    rndv->frag_pool_max = config->rndv_frag_pool;
+    rndv->depth         = config->rndv_depth;
+    return UCS_OK;
+}
 
 ucs_config_table_entry_t ucp_config_table_entry = {
     .name   = "UCP context",

@@ -10,6 +10,8 @@
  *            (alias cuda), or any transport name a component reports.
  *   UCX_PROTO_INFO  print the protocol chosen per message size and memory
  *            type when an endpoint is created.
+ *   UCX_RNDV_*  rendezvous: threshold, scheme, fragment memory type, size,
+ *            pool size and pipeline depth (docs/rendezvous.md).
  */
 #ifndef UCP_CONFIG_H_
 #define UCP_CONFIG_H_
@@ -19,11 +21,53 @@
 
 BEGIN_C_DECLS
 
+/** UCX_RNDV_SCHEME: which rendezvous protocol the receiver picks. */
+typedef enum ucp_rndv_scheme {
+    UCP_RNDV_SCHEME_AUTO,
+    UCP_RNDV_SCHEME_GET_ZCOPY,
+    UCP_RNDV_SCHEME_PUT_ZCOPY,
+    UCP_RNDV_SCHEME_PIPELINE,
+    UCP_RNDV_SCHEME_LAST
+} ucp_rndv_scheme_t;
+
+/** UCX_RNDV_FRAG_MEM_TYPE(S): where pipeline fragments live. */
+typedef enum ucp_rndv_frag_type {
+    UCP_RNDV_FRAG_TYPE_AUTO,  /* not set: the other spelling, else cuda */
+    UCP_RNDV_FRAG_TYPE_HOST,
+    UCP_RNDV_FRAG_TYPE_CUDA,
+    UCP_RNDV_FRAG_TYPE_LAST
+} ucp_rndv_frag_type_t;
+
+extern const char *ucp_rndv_scheme_names[];
+
 /** Options of a UCP context; filled and owned through the ucp_config_* API. */
 struct ucp_config {
     ucs_config_allow_list_t tls;        /**< UCX_TLS */
     int                     proto_info; /**< UCX_PROTO_INFO */
+    size_t                  rndv_thresh;     /**< UCX_RNDV_THRESH (or AUTO) */
+    unsigned                rndv_scheme;     /**< UCX_RNDV_SCHEME */
+    unsigned                rndv_frag_type;  /**< UCX_RNDV_FRAG_MEM_TYPE */
+    unsigned                rndv_frag_types; /**< UCX_RNDV_FRAG_MEM_TYPES */
+    size_t                  rndv_frag_size[UCS_MEMORY_TYPE_LAST];
+    unsigned                rndv_frag_pool;  /**< UCX_RNDV_FRAG_POOL_SIZE */
+    unsigned                rndv_depth;      /**< UCX_RNDV_PIPELINE_DEPTH */
 };
+
+/** The rendezvous settings a context keeps, resolved from ucp_config_t. */
+typedef struct ucp_rndv_config {
+    size_t               thresh;        /**< UCS_MEMUNITS_AUTO: per memory type */
+    ucp_rndv_scheme_t    scheme;
+    ucp_rndv_frag_type_t frag_type;     /**< HOST or CUDA */
+    size_t               frag_size[UCS_MEMORY_TYPE_LAST];
+    unsigned             frag_pool_max; /**< fragments per worker and type */
+    unsigned             depth;         /**< fragments in flight per message */
+} ucp_rndv_config_t;
+
+/** Resolve the rendezvous options of @a config (the plural alias, auto
+ *  values); UCS_ERR_INVALID_PARAM with an error naming the variable when a
+ *  value is out of range. */
+ucs_status_t ucp_config_rndv_resolve(const struct ucp_config *config,
+                                     ucp_rndv_config_t *rndv);
 
 /** The "UCP context" table describing struct ucp_config. */
 extern ucs_config_table_entry_t ucp_config_table_entry;

@@ -9,7 +9,9 @@
 #include <string.h>
 
 /* Features this library implements; the others are refused by name. */
-#define UCP_FEATURES_SUPPORTED (UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP)
+#define UCP_FEATURES_SUPPORTED (UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP | \
+                                UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | \
+                                UCP_FEATURE_AMO64)
 #define UCP_FEATURES_KNOWN     (UCP_FEATURE_TAG | UCP_FEATURE_RMA | \
                                 UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | \
                                 UCP_FEATURE_WAKEUP | UCP_FEATURE_STREAM | \
@@ -260,11 +262,8 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
         return UCS_ERR_INVALID_PARAM;
     }
     if (features & ~(uint64_t)UCP_FEATURES_SUPPORTED) {
-        ucs_error("ucp_init: feature(s)%s%s%s%s%s not supported by this "
-                  "library (supported: TAG, WAKEUP)",
-                  (features & UCP_FEATURE_RMA) ? " RMA" : "",
-                  (features & UCP_FEATURE_AMO32) ? " AMO32" : "",
-                  (features & UCP_FEATURE_AMO64) ? " AMO64" : "",
+        ucs_error("ucp_init: feature(s)%s%s not supported by this "
+                  "library (supported: TAG, RMA, AMO32, AMO64, WAKEUP)",
                   (features & UCP_FEATURE_STREAM) ? " STREAM" : "",
                   (features & UCP_FEATURE_AM) ? " AM" : "");
         return UCS_ERR_UNSUPPORTED;
@@ -317,6 +316,10 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
         status = UCS_ERR_NO_DEVICE;
         goto err_free;
     }
+    status = ucp_config_rndv_resolve(config, &context->rndv);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
     ucp_memtype_context_init(context);
 
     ucp_config_release(own_config);
@@ -336,6 +339,7 @@ void ucp_cleanup(ucp_context_h context)
     if (context == NULL) {
         return;
     }
+    ucp_memtype_context_cleanup(context);
     ucp_context_close_mds(context);
     free(context);
 }

@@ -9,6 +9,7 @@
  */
 
 #include <ucp/core/ucp_int.h>
+#include <ucp/rndv/ucp_rndv.h>
 #include <ucs/sys/sys.h>
 
 #include <stdlib.h>
@@ -114,6 +115,8 @@ ucs_status_t ucp_ep_create_from_address(ucp_worker_h worker,
     ep->max_bcopy   = wiface->attr.cap.am.max_bcopy;
     ucs_queue_head_init(&ep->send_q);
     ucs_list_head_init(&ep->notify_link);
+    ucp_rma_ep_init(ep);
+    ucp_rndv_ep_init(ep, addr, same_host);
     ucs_list_add_tail(&worker->eps, &ep->link);
     snprintf(ep->name, sizeof(ep->name), "ep_%p", (void*)ep);
     ucs_debug("ucp: ep %p of worker %s to uuid 0x%llx over %s/%s", (void*)ep,
@@ -339,20 +342,54 @@ ucs_status_t ucp_ep_send_ack(ucp_ep_h ep, uint64_t sync_id)
 
 /* ---- failure ------------------------------------------------------------- */
 
+/* Does anything but a flush or close of ours wait on @a ep? */
+static int ucp_ep_is_busy(ucp_ep_h ep)
+{
+    ucp_request_t *req;
+
+    if (ep->rma.replied != ep->rma.issued) {
+        return 1;
+    }
+    ucs_queue_for_each(req, &ep->send_q, queue) {
+        if (req->progress != ucp_ep_flush_progress) {
+            return 1;
+        }
+    }
+    ucs_list_for_each(req, &ep->worker->sync_reqs, list) {
+        if (req->ep == ep) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The peer closed its side (CONNECTION_RESET: posix reports it when the
+ * owner closed its iface, a killed owner gives ENDPOINT_TIMEOUT) while we
+ * were closing ours or had nothing in flight with it: the orderly end of a
+ * job (MPI_Finalize), not a failure to shout about. */
+static int ucp_ep_is_orderly_end(ucp_ep_h ep, ucs_status_t status)
+{
+    return (status == UCS_ERR_CONNECTION_RESET) &&
+           ((ep->flags & UCP_EP_FLAG_CLOSING) || !ucp_ep_is_busy(ep));
+}
+
 void ucp_ep_set_failed(ucp_ep_h ep, ucs_status_t status, int notify)
 {
     ucp_worker_h worker = ep->worker;
     ucp_request_t *req, *tmp;
+    int orderly;
 
     if (ep->flags & UCP_EP_FLAG_FAILED) {
         return;
     }
+    orderly = ucp_ep_is_orderly_end(ep, status);
     ucs_debug("ucp: ep %s (%s) failed: %s", ep->name, ucp_ep_tl_name(ep),
               ucs_status_string(status));
     ep->flags |= UCP_EP_FLAG_FAILED;
     ep->status = status;
     uct_ep_pending_purge(ep->uct_ep, NULL, NULL);
     ep->flags &= ~UCP_EP_FLAG_PENDING;
+    ucp_rma_ep_failed(ep, status); /* before the queue: it skips queued ops */
 
     while (!ucs_queue_is_empty(&ep->send_q)) {
         req = ucs_queue_pull_elem_non_empty(&ep->send_q, ucp_request_t, queue);
@@ -381,8 +418,12 @@ void ucp_ep_set_failed(ucp_ep_h ep, ucs_status_t status, int notify)
         ucs_list_add_tail(&worker->notify, &ep->notify_link);
     } else if (notify && (ep->err_mode != UCP_ERR_HANDLING_MODE_PEER) &&
                !(ep->flags & UCP_EP_FLAG_INTERNAL)) {
-        ucs_error("ucp: endpoint %s to a failed peer: %s", ep->name,
-                  ucs_status_string(status));
+        if (orderly) {
+            ucs_debug("ucp: endpoint %s: the peer closed its side", ep->name);
+        } else {
+            ucs_error("ucp: endpoint %s to a failed peer: %s", ep->name,
+                      ucs_status_string(status));
+        }
     }
 }
 
@@ -407,13 +448,52 @@ static size_t ucp_ep_pack_nothing(void *dest, void *arg)
     return 0;
 }
 
-/* A peer that died while we wait for it (a sync send's acknowledgement)
- * sends nothing that would tell us: probe it now and then. */
+int ucp_ep_keepalive(ucp_ep_h ep)
+{
+    ssize_t ret;
+
+    ret = uct_ep_am_bcopy(ep->uct_ep, UCP_AM_ID_KEEPALIVE, ucp_ep_pack_nothing,
+                          NULL, UCT_SEND_FLAG_PEER_CHECK);
+    if ((ret < 0) && (ret != UCS_ERR_NO_RESOURCE)) {
+        ucp_ep_set_failed(ep, (ucs_status_t)ret, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* Probe, once per interval, the targets of RMA operations still waiting for
+ * their answers (a flush may be parked on them). */
+static unsigned ucp_worker_keepalive_rma(ucp_worker_h worker, uint64_t now)
+{
+    ucp_ep_h ep;
+
+    if (now < worker->rma_keepalive_ns) {
+        return 0;
+    }
+    worker->rma_keepalive_ns = now + UCP_KEEPALIVE_INTERVAL_NS;
+    ucs_list_for_each(ep, &worker->eps, link) {
+        if ((ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) &&
+            !(ep->flags & UCP_EP_FLAG_FAILED) &&
+            (ep->rma.replied != ep->rma.issued) && ucp_ep_keepalive(ep)) {
+            return 1; /* the list changed under us */
+        }
+    }
+    return 0;
+}
+
+/* A peer that died while we wait for it (a sync send's acknowledgement, an
+ * RMA answer) sends nothing that would tell us: probe it now and then. */
 unsigned ucp_worker_keepalive(ucp_worker_h worker)
 {
     uint64_t now = 0;
     ucp_request_t *req;
-    ssize_t ret;
+
+    if (!ucs_list_is_empty(&worker->rma_reqs)) {
+        now = ucs_get_time_ns();
+        if (ucp_worker_keepalive_rma(worker, now)) {
+            return 1;
+        }
+    }
 
     ucs_list_for_each(req, &worker->sync_reqs, list) {
         ucp_ep_h ep = req->ep;
@@ -428,10 +508,7 @@ unsigned ucp_worker_keepalive(ucp_worker_h worker)
             continue;
         }
         ep->next_keepalive_ns = now + UCP_KEEPALIVE_INTERVAL_NS;
-        ret = uct_ep_am_bcopy(ep->uct_ep, UCP_AM_ID_KEEPALIVE,
-                              ucp_ep_pack_nothing, NULL, UCT_SEND_FLAG_PEER_CHECK);
-        if ((ret < 0) && (ret != UCS_ERR_NO_RESOURCE)) {
-            ucp_ep_set_failed(ep, (ucs_status_t)ret, 1);
+        if (ucp_ep_keepalive(ep)) {
             return 1; /* the list changed under us */
         }
     }
@@ -462,6 +539,7 @@ void ucp_ep_destroy_internal(ucp_ep_h ep)
         uct_ep_pending_purge(ep->uct_ep, NULL, NULL);
     }
     ucs_list_del(&ep->link);
+    ucp_rndv_ep_cleanup(ep);
     uct_ep_destroy(ep->uct_ep);
     free(ep);
 }
@@ -490,7 +568,9 @@ static void ucp_ep_flush_comp(uct_completion_t *comp)
     ucp_ep_flush_done(req, comp->status);
 }
 
-static ucs_status_t ucp_ep_flush_progress(ucp_request_t *req)
+/* Flush of the transport: UCS_OK with FLUSH_DONE when it finished now,
+ * UCS_OK without it when the completion finishes it, or an error. */
+static ucs_status_t ucp_ep_flush_uct(ucp_request_t *req)
 {
     ucs_status_t status;
 
@@ -506,6 +586,26 @@ static ucs_status_t ucp_ep_flush_progress(ucp_request_t *req)
         return UCS_OK; /* the completion finishes it */
     }
     return status;
+}
+
+static ucs_status_t ucp_ep_flush_progress(ucp_request_t *req)
+{
+    if (ucp_rma_flush_park(req)) {
+        return UCS_OK; /* out of the queue; RMA replies resume it */
+    }
+    return ucp_ep_flush_uct(req);
+}
+
+void ucp_ep_flush_resume(ucp_request_t *req, ucs_status_t status)
+{
+    if (status == UCS_OK) {
+        status = ucp_ep_flush_uct(req);
+        if ((status == UCS_OK) && !(req->flags & UCP_REQ_FLAG_FLUSH_DONE)) {
+            return;
+        }
+    }
+    req->flags &= ~UCP_REQ_FLAG_FLUSH_DONE;
+    ucp_ep_flush_done(req, status);
 }
 
 ucs_status_ptr_t ucp_ep_flush_internal(ucp_ep_h ep,

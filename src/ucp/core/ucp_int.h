@@ -14,6 +14,8 @@
 
 #include <ucp/api/ucp.h>
 #include <ucp/core/ucp_config.h>
+#include <ucp/core/ucp_proto_query.h> /* ucp_proto_info_print */
+#include <ucp/core/ucp_proto_stats.h>
 #include <uct/api/uct.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/datastruct/queue.h>
@@ -58,6 +60,9 @@ struct ucp_context {
     unsigned                       num_rscs;
     ucp_memtype_lookup_func_t      memtype_lookup;
     int                            proto_info;
+    ucp_rndv_config_t              rndv;         /* UCX_RNDV_* */
+    uct_md_h                       mt_detect_md; /* cuda_cpy opened only to
+                                                    detect device memory */
 };
 
 /* ---- requests ----------------------------------------------------------- */
@@ -115,6 +120,8 @@ struct ucp_request {
     ucp_dt_state_t          dt;
     void                    *bounce;     /* host staging of device data */
     void                    *dev_buffer; /* receive: the device buffer */
+    ucs_memory_type_t       mem_type;    /* of the user's buffer */
+    struct ucp_rndv_req     *rndv;       /* rendezvous in progress */
     union {
         struct {
             ucp_tag_t tag;
@@ -135,7 +142,23 @@ struct ucp_request {
             uint64_t         ack_id;    /* a sync ack to send */
             const void       *blob;     /* wireup: our address */
             size_t           blob_len;
+            uint64_t         rma_wait;  /* flush: RMA replies to wait for */
         } ctrl;
+        struct {
+            uint64_t      id;          /* worker-unique, echoed by replies */
+            uint64_t      remote_addr;
+            uint64_t      rkey_id;     /* the target's region identity */
+            size_t        sent;        /* bytes (fragments) sent so far */
+            size_t        replied;     /* get: bytes answered */
+            unsigned      pending;     /* replies still expected */
+            uint8_t       kind;        /* UCP_RMA_KIND_* (ucp_rma.h) */
+            uint8_t       opcode;      /* atomics: UCP_ATOMIC_OP_* */
+            uint8_t       op_size;     /* atomics: 4 or 8 */
+            uint8_t       in_queue;    /* still sending (in the ep queue) */
+            uint64_t      value;       /* atomics: the operand */
+            uint64_t      swap;        /* atomics: CSWAP's new value */
+            void          *result;     /* atomics: where the old value goes */
+        } rma;
     } u;
 } __attribute__((aligned(16)));
 
@@ -154,6 +177,7 @@ struct ucp_recv_desc {
     uint64_t        sync_id;  /* 0: not a sync send */
     int             in_unexp;
     int             in_rx;
+    int             is_rndv;  /* data holds the RTS message (ucp_rndv.h) */
     char            *data;    /* while unmatched */
     ucp_request_t   *req;     /* once matched */
 };
@@ -187,6 +211,8 @@ struct ucp_ep {
     ucs_status_t            status;
     uct_ep_h                uct_ep;
     ucp_worker_iface_t      *wiface;
+    uct_ep_h                rma_ep;       /* cuda_ipc to the peer, or NULL */
+    struct ucp_rndv_key_cache *rndv_keys; /* the peer's unpacked cuda_ipc keys */
     uint64_t                remote_uuid;
     size_t                  max_short;    /* eager payload via am_short */
     size_t                  max_bcopy;    /* am_bcopy segment */
@@ -197,6 +223,12 @@ struct ucp_ep {
     ucs_queue_head_t        send_q;
     uct_pending_req_t       pending;
     uint64_t                next_keepalive_ns;
+    struct {
+        uint64_t            issued;   /* operations that expect a reply */
+        uint64_t            replied;
+        ucs_status_t        status;   /* first failure of an nbi operation */
+        ucs_list_link_t     flushes;  /* flushes waiting for replies */
+    } rma;
     char                    name[UCP_ENTITY_NAME_MAX];
 };
 
@@ -218,6 +250,9 @@ struct ucp_worker {
     ucs_list_link_t    rx_inflight;
     ucs_list_link_t    sync_reqs;
     ucs_list_link_t    free_reqs;
+    ucs_list_link_t    rma_reqs;     /* RMA operations awaiting replies */
+    uint64_t           rma_next_id;
+    uint64_t           rma_keepalive_ns; /* next probe of RMA targets */
     unsigned           live_reqs;    /* allocated and not given back */
     uint64_t           next_msg_id;
     uint64_t           next_sync_id;
@@ -233,6 +268,10 @@ struct ucp_worker {
     size_t             address_len;
     uct_iface_h        mt_iface;     /* cuda_copy, for staging copies */
     uct_ep_h           mt_ep;
+    ucp_worker_iface_t rma_iface;    /* cuda_ipc for rendezvous (iface NULL
+                                        when not selected) */
+    struct ucp_rndv_worker *rndv;    /* rendezvous state (ucp_rndv.h) */
+    uint64_t           proto_stats[UCP_PROTO_STAT_LAST];
 };
 
 static inline void ucp_worker_lock(ucp_worker_h worker)
@@ -303,6 +342,12 @@ void ucp_request_set_callback(ucp_request_t *req,
  *  NO_IMM_CMPL), else the request pointer the application sees. */
 ucs_status_ptr_t ucp_request_finish_call(ucp_request_t *req,
                                          const ucp_request_param_t *param);
+/** The old (pre-nbx) calls: give the request @a ret (what the nbx form
+ *  returned) the callback @a cb, or call it at once if the request has
+ *  already completed. Returns @a ret. */
+ucs_status_ptr_t ucp_request_set_nb_callback(ucp_worker_h worker,
+                                             ucs_status_ptr_t ret,
+                                             ucp_send_callback_t cb);
 /** Free the worker's request objects (request_cleanup on each). */
 void ucp_worker_release_requests(ucp_worker_h worker);
 
@@ -387,6 +432,9 @@ ucs_status_t ucp_worker_iface_error(void *arg, uct_ep_h uct_ep,
                                     ucs_status_t status);
 /** Probe peers that owe us an acknowledgement (error mode PEER). */
 unsigned ucp_worker_keepalive(ucp_worker_h worker);
+/** Probe one peer (UCT_SEND_FLAG_PEER_CHECK); non-zero when that failed the
+ *  ep (its requests completed, the worker's lists changed). */
+int ucp_ep_keepalive(ucp_ep_h ep);
 
 /* tag */
 /** Install the tag protocols' active-message handlers on an iface. */
@@ -395,8 +443,32 @@ void ucp_tag_set_am_handlers(ucp_worker_iface_t *wiface);
 void ucp_tag_worker_cleanup(ucp_worker_h worker);
 /** Fail receives of messages still arriving from worker @a uuid. */
 void ucp_tag_ep_failed(ucp_worker_h worker, uint64_t uuid, ucs_status_t status);
-/** UCX_PROTO_INFO output for a new ep. */
-void ucp_proto_info_print(ucp_ep_h ep);
+
+/* rma (src/ucp/rma) */
+/** Install the RMA target and reply handlers on an iface. */
+void ucp_rma_set_am_handlers(ucp_worker_iface_t *wiface);
+/** New endpoint: no RMA outstanding. */
+void ucp_rma_ep_init(ucp_ep_h ep);
+/** Fail the RMA operations of a failed ep and resume its parked flushes. */
+void ucp_rma_ep_failed(ucp_ep_h ep, ucs_status_t status);
+/** A flush of @a req->ep reached the head of the queue: non-zero when RMA
+ *  replies are still due (the flush is parked, ucp_ep_flush_resume() is
+ *  called once they arrived). */
+int ucp_rma_flush_park(ucp_request_t *req);
+/** Continue a parked flush (@a status: the RMA outcome). */
+void ucp_ep_flush_resume(ucp_request_t *req, ucs_status_t status);
+/** ucp_mem_map(): make a region reachable by remote requests; *id_p gets
+ *  its identity, carried in packed rkeys. */
+ucs_status_t ucp_rma_region_add(ucp_context_h context, void *address,
+                                size_t length, ucs_memory_type_t mem_type,
+                                uint64_t *id_p);
+/** ucp_mem_unmap(): no remote request reaches the region after this. */
+void ucp_rma_region_remove(uint64_t id);
+/** What an unpacked rkey says about the remote region. */
+void ucp_rkey_region(ucp_rkey_h rkey, uint64_t *id_p, uint64_t *address_p,
+                     uint64_t *length_p);
+/** Tell the peer our address once per ep, so that it can answer. */
+ucs_status_t ucp_tag_send_wireup(ucp_ep_h ep);
 
 /* context */
 /** Default memory-type lookup: everything is host memory. */
@@ -404,22 +476,44 @@ ucs_memory_type_t ucp_memtype_host_lookup(const void *buffer, size_t length);
 
 /* ucp_memtype.c: device memory on the eager paths (staging via cuda_copy) */
 /** Choose the context's memory-type lookup: the global memtype cache when
- *  the cuda_copy transport was selected, else everything is host. */
+ *  the cuda_cpy md is present (opened for detection only when UCX_TLS
+ *  excludes cuda_copy, so device memory is refused, never read as host). */
 void ucp_memtype_context_init(ucp_context_h context);
+void ucp_memtype_context_cleanup(ucp_context_h context);
 /** Open the worker's cuda_copy iface/ep when the context selected it (a
  *  failure only leaves device memory unsupported). */
 ucs_status_t ucp_memtype_worker_init(ucp_worker_h worker);
 void ucp_memtype_worker_cleanup(ucp_worker_h worker);
-/** Send from device memory: copy it (synchronously) into a host bounce
- *  buffer that replaces dt.buffer until the request completes. */
+/** Memory type of a datatype's data: contig from the lookup (or @a param),
+ *  IOV from its first device element, generic always host. */
+ucs_memory_type_t ucp_memtype_of_dt(ucp_worker_h worker, const ucp_dt_state_t *dt,
+                                    const ucp_request_param_t *param);
+/** Start an asynchronous cuda_copy of @a length bytes (any direction):
+ *  UCS_OK (done), UCS_INPROGRESS (@a comp fires from worker progress) or an
+ *  error (UCS_ERR_UNSUPPORTED without cuda_copy, with an error message). */
+ucs_status_t ucp_memtype_copy_start(ucp_worker_h worker, void *dst,
+                                    const void *src, size_t length,
+                                    uct_completion_t *comp);
+/** The same copy, waited for. */
+ucs_status_t ucp_memtype_copy(ucp_worker_h worker, void *dst, const void *src,
+                              size_t length);
+/** Send from device memory (contig or IOV): copy it (synchronously) into a
+ *  contiguous host bounce buffer that replaces the datatype until the
+ *  request completes. */
 ucs_status_t ucp_memtype_stage_send(ucp_request_t *req,
                                     ucs_memory_type_t mem_type);
-/** Receive into device memory: data lands in a host bounce buffer. */
+/** Receive into device memory: data lands in a contiguous host bounce
+ *  buffer, scattered to the user's buffer at completion. */
 ucs_status_t ucp_memtype_stage_recv(ucp_request_t *req,
                                     ucs_memory_type_t mem_type);
+/** Undo a receive's staging of a contiguous buffer without copying (the
+ *  rendezvous moves the data itself); 0 when nothing was undone. */
+int ucp_memtype_unstage_contig(ucp_request_t *req);
 /** At completion: copy a received message to the device (synchronously),
  *  free the bounce buffer; returns the (possibly failed) status. */
 ucs_status_t ucp_memtype_unstage(ucp_request_t *req, ucs_status_t status);
+/** A buffer owned by @a req, freed when the request completes. */
+void *ucp_request_scratch_alloc(ucp_request_t *req, size_t length);
 
 END_C_DECLS
 

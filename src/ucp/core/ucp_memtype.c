@@ -22,6 +22,8 @@
 #include <string.h>
 
 #define UCP_MEMTYPE_COPY_TL "cuda_copy"
+#define UCP_MEMTYPE_COPY_MD "cuda_cpy"
+#define ucs_min(_a, _b)     (((_a) < (_b)) ? (_a) : (_b))
 
 /* The process-wide cache: set once a context found the cuda_copy transport. */
 static ucs_memtype_cache_t *ucp_memtype_cache;
@@ -57,6 +59,40 @@ static int ucp_memtype_copy_rsc(ucp_context_h context)
     return -1;
 }
 
+/* UCX_TLS without cuda_copy still must not take device memory for host
+ * memory: open the cuda_cpy md for detection only (it feeds the memtype
+ * cache from ucm's events and queries the driver on a miss). */
+static void ucp_memtype_open_detect_md(ucp_context_h context)
+{
+    uct_component_h *components;
+    uct_component_attr_t attr;
+    uct_md_config_t *md_config;
+    unsigned num, i;
+
+    if (uct_query_components(&components, &num) != UCS_OK) {
+        return;
+    }
+    for (i = 0; i < num; ++i) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME |
+                          UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+        if ((uct_component_query(components[i], &attr) != UCS_OK) ||
+            strcmp(attr.name, UCP_MEMTYPE_COPY_MD) ||
+            (attr.md_resource_count == 0)) {
+            continue;
+        }
+        if (uct_md_config_read(components[i], NULL, NULL, &md_config) != UCS_OK) {
+            break;
+        }
+        if (uct_md_open(components[i], UCP_MEMTYPE_COPY_MD, md_config,
+                        &context->mt_detect_md) != UCS_OK) {
+            context->mt_detect_md = NULL;
+        }
+        uct_config_release(md_config);
+        break;
+    }
+    uct_release_component_list(components);
+}
+
 void ucp_memtype_context_init(ucp_context_h context)
 {
     ucs_memtype_cache_t *cache;
@@ -64,9 +100,14 @@ void ucp_memtype_context_init(ucp_context_h context)
 
     context->memtype_lookup = ucp_memtype_host_lookup;
     if (ucp_memtype_copy_rsc(context) < 0) {
-        ucs_debug("ucp: no %s transport: every buffer is host memory",
-                  UCP_MEMTYPE_COPY_TL);
-        return;
+        ucp_memtype_open_detect_md(context);
+        if (context->mt_detect_md == NULL) {
+            ucs_debug("ucp: no %s md: every buffer is host memory",
+                      UCP_MEMTYPE_COPY_MD);
+            return;
+        }
+        ucs_debug("ucp: %s excluded by UCX_TLS: device memory is detected "
+                  "and refused", UCP_MEMTYPE_COPY_TL);
     }
     /* The cuda_cpy md, opened by this context and kept open as long as it,
      * attached the global cache to ucm's CUDA events
@@ -79,6 +120,14 @@ void ucp_memtype_context_init(ucp_context_h context)
     }
     ucp_memtype_cache       = cache;
     context->memtype_lookup = ucp_memtype_cache_lookup;
+}
+
+void ucp_memtype_context_cleanup(ucp_context_h context)
+{
+    if (context->mt_detect_md != NULL) {
+        uct_md_close(context->mt_detect_md);
+        context->mt_detect_md = NULL;
+    }
 }
 
 ucs_status_t ucp_memtype_worker_init(ucp_worker_h worker)
@@ -147,134 +196,245 @@ static void ucp_memtype_copy_done(uct_completion_t *comp)
     (void)comp;
 }
 
-/* Copy @a length bytes between host memory @a host and device memory
- * @a device (@a to_device: host -> device), and wait for it. */
-static ucs_status_t ucp_memtype_copy(ucp_worker_h worker, void *host,
-                                     void *device, size_t length, int to_device)
+ucs_status_t ucp_memtype_copy_start(ucp_worker_h worker, void *dst,
+                                    const void *src, size_t length,
+                                    uct_completion_t *comp)
 {
-    uct_completion_t comp;
-    ucs_status_t status;
     uct_iov_t iov;
 
-    if (length == 0) {
-        return UCS_OK;
-    }
     if (worker->mt_ep == NULL) {
         ucs_error("ucp: device memory needs the %s transport (not available "
-                  "or not allowed by UCX_TLS)", UCP_MEMTYPE_COPY_TL);
+                  "or excluded by UCX_TLS)", UCP_MEMTYPE_COPY_TL);
         return UCS_ERR_UNSUPPORTED;
     }
-    iov.buffer = host;
+    /* cuda_copy's put copies the local iov to remote_addr; both are our
+     * pointers and the driver finds the direction from unified addressing. */
+    iov.buffer = (void*)src;
     iov.length = length;
     iov.memh   = UCT_MEM_HANDLE_NULL;
     iov.stride = 0;
     iov.count  = 1;
+    return uct_ep_put_zcopy(worker->mt_ep, &iov, 1, (uintptr_t)dst, 0, comp);
+}
+
+ucs_status_t ucp_memtype_copy(ucp_worker_h worker, void *dst, const void *src,
+                              size_t length)
+{
+    uct_completion_t comp;
+    ucs_status_t status;
+
+    if (length == 0) {
+        return UCS_OK;
+    }
     comp.func   = ucp_memtype_copy_done;
     comp.count  = 1;
     comp.status = UCS_OK;
-    status = to_device ?
-             uct_ep_put_zcopy(worker->mt_ep, &iov, 1, (uintptr_t)device, 0, &comp) :
-             uct_ep_get_zcopy(worker->mt_ep, &iov, 1, (uintptr_t)device, 0, &comp);
+    status      = ucp_memtype_copy_start(worker, dst, src, length, &comp);
     if (status == UCS_INPROGRESS) {
         while (comp.count > 0) {
             uct_iface_progress(worker->mt_iface);
         }
         status = comp.status;
     }
-    if (status != UCS_OK) {
-        ucs_error("ucp: staging copy of %zu bytes %s device memory %p failed: %s",
-                  length, to_device ? "to" : "from", device,
-                  ucs_status_string(status));
+    if ((status != UCS_OK) && (status != UCS_ERR_UNSUPPORTED)) {
+        ucs_error("ucp: staging copy of %zu bytes %p -> %p failed: %s", length,
+                  src, dst, ucs_status_string(status));
     }
     return status;
 }
 
-static ucs_status_t ucp_memtype_check_dt(const ucp_dt_state_t *dt,
-                                         ucs_memory_type_t mem_type)
+static ucs_memory_type_t ucp_memtype_of(ucp_worker_h worker, const void *buffer,
+                                        size_t length,
+                                        const ucp_request_param_t *param)
 {
-    if (((dt->datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
-        (dt->generic == NULL)) {
+    if ((param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) &&
+        (param->memory_type < UCS_MEMORY_TYPE_UNKNOWN)) {
+        return param->memory_type;
+    }
+    return worker->context->memtype_lookup(buffer, length);
+}
+
+ucs_memory_type_t ucp_memtype_of_dt(ucp_worker_h worker, const ucp_dt_state_t *dt,
+                                    const ucp_request_param_t *param)
+{
+    const ucp_dt_iov_t *iov = dt->buffer;
+    ucs_memory_type_t mem_type;
+    size_t i;
+
+    switch (dt->datatype & UCP_DATATYPE_CLASS_MASK) {
+    case UCP_DATATYPE_CONTIG:
+        return ucp_memtype_of(worker, dt->buffer, dt->length, param);
+    case UCP_DATATYPE_IOV:
+        /* The first device element decides: the whole message is staged. */
+        for (i = 0; i < dt->count; ++i) {
+            if (iov[i].length == 0) {
+                continue;
+            }
+            mem_type = ucp_memtype_of(worker, iov[i].buffer, iov[i].length, param);
+            if (mem_type != UCS_MEMORY_TYPE_HOST) {
+                return mem_type;
+            }
+        }
+        return UCS_MEMORY_TYPE_HOST;
+    default:
+        /* Generic: the application's pack/unpack handle their memory. */
+        return UCS_MEMORY_TYPE_HOST;
+    }
+}
+
+/*
+ * A staging buffer remembers the datatype it replaced, so that a receive
+ * can scatter into contiguous device memory or into each element of an
+ * IOV (host elements by memcpy, device elements by cuda_copy).
+ */
+typedef struct ucp_memtype_bounce {
+    ucp_datatype_t datatype;
+    void           *buffer;
+    size_t         count;
+    size_t         length;
+    char           data[] __attribute__((aligned(16)));
+} ucp_memtype_bounce_t;
+
+static ucp_memtype_bounce_t *ucp_memtype_bounce_of(const ucp_request_t *req)
+{
+    return (ucp_memtype_bounce_t*)req->bounce;
+}
+
+/* Copy between the packed stream and the original buffer: contiguous, or
+ * element by element for an IOV (@a to_user: bounce -> user buffer). */
+static ucs_status_t ucp_memtype_move(ucp_worker_h worker,
+                                     const ucp_memtype_bounce_t *b,
+                                     void *packed, size_t length, int to_user)
+{
+    const ucp_dt_iov_t *iov = b->buffer;
+    ucs_status_t status     = UCS_OK;
+    size_t i, pos = 0, n;
+    void *elem;
+
+    if ((b->datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) {
+        return to_user ? ucp_memtype_copy(worker, b->buffer, packed, length) :
+                         ucp_memtype_copy(worker, packed, b->buffer, length);
+    }
+    for (i = 0; (i < b->count) && (pos < length) && (status == UCS_OK); ++i) {
+        n    = ucs_min(iov[i].length, length - pos);
+        elem = iov[i].buffer;
+        if (n == 0) {
+            continue;
+        }
+        if (worker->context->memtype_lookup(elem, n) == UCS_MEMORY_TYPE_HOST) {
+            memcpy(to_user ? elem : (char*)packed + pos,
+                   to_user ? (char*)packed + pos : elem, n);
+        } else {
+            status = to_user ? ucp_memtype_copy(worker, elem, (char*)packed + pos, n) :
+                               ucp_memtype_copy(worker, (char*)packed + pos, elem, n);
+        }
+        pos += n;
+    }
+    return status;
+}
+
+static ucs_status_t ucp_memtype_stage(ucp_request_t *req,
+                                      ucs_memory_type_t mem_type, int recv)
+{
+    ucp_memtype_bounce_t *b;
+    ucs_status_t status;
+
+    if ((req->dt.datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_GENERIC) {
         return UCS_OK;
     }
-    ucs_error("ucp: only contiguous datatypes are supported in %s memory",
-              ucs_memory_type_names[mem_type]);
-    return UCS_ERR_UNSUPPORTED;
+    if (req->worker->mt_ep == NULL) {
+        ucs_error("ucp: %s memory at %p needs the %s transport (not available "
+                  "or excluded by UCX_TLS)", ucs_memory_type_names[mem_type],
+                  req->dt.buffer, UCP_MEMTYPE_COPY_TL);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    b = malloc(sizeof(*b) + ((req->dt.length == 0) ? 1 : req->dt.length));
+    if (b == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    b->datatype = req->dt.datatype;
+    b->buffer   = req->dt.buffer;
+    b->count    = req->dt.count;
+    b->length   = req->dt.length;
+    if (!recv) {
+        status = ucp_memtype_move(req->worker, b, b->data, b->length, 0);
+        if (status != UCS_OK) {
+            free(b);
+            return status;
+        }
+    }
+    ucs_debug("ucp: %s of %zu bytes in %s memory %p staged in %p",
+              recv ? "receive" : "send", b->length,
+              ucs_memory_type_names[mem_type], b->buffer, b->data);
+    req->bounce      = b;
+    req->dev_buffer  = recv ? b->buffer : NULL;
+    req->dt.buffer   = b->data;
+    req->dt.datatype = ucp_dt_make_contig(1);
+    req->dt.count    = b->length;
+    return UCS_OK;
 }
 
 ucs_status_t ucp_memtype_stage_send(ucp_request_t *req,
                                     ucs_memory_type_t mem_type)
 {
-    ucs_status_t status;
-    void *bounce;
-
-    status = ucp_memtype_check_dt(&req->dt, mem_type);
-    if (status != UCS_OK) {
-        return status;
-    }
-    bounce = malloc((req->dt.length == 0) ? 1 : req->dt.length);
-    if (bounce == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    status = ucp_memtype_copy(req->worker, bounce, req->dt.buffer,
-                              req->dt.length, 0);
-    if (status != UCS_OK) {
-        free(bounce);
-        return status;
-    }
-    ucs_debug("ucp: send of %zu bytes from %s memory %p staged in %p",
-              req->dt.length, ucs_memory_type_names[mem_type], req->dt.buffer,
-              bounce);
-    req->bounce     = bounce;
-    req->dt.buffer  = bounce;
-    return UCS_OK;
+    return ucp_memtype_stage(req, mem_type, 0);
 }
 
 ucs_status_t ucp_memtype_stage_recv(ucp_request_t *req,
                                     ucs_memory_type_t mem_type)
 {
-    ucs_status_t status;
-    void *bounce;
+    return ucp_memtype_stage(req, mem_type, 1);
+}
 
-    status = ucp_memtype_check_dt(&req->dt, mem_type);
-    if (status != UCS_OK) {
-        return status;
+int ucp_memtype_unstage_contig(ucp_request_t *req)
+{
+    ucp_memtype_bounce_t *b = ucp_memtype_bounce_of(req);
+
+    if ((b == NULL) ||
+        ((b->datatype & UCP_DATATYPE_CLASS_MASK) != UCP_DATATYPE_CONTIG)) {
+        return 0;
     }
-    if (req->worker->mt_ep == NULL) {
-        return ucp_memtype_copy(req->worker, NULL, NULL, 1, 1); /* error */
+    req->dt.buffer   = b->buffer;
+    req->dt.datatype = b->datatype;
+    req->dt.count    = b->count;
+    req->bounce      = NULL;
+    req->dev_buffer  = NULL;
+    free(b);
+    return 1;
+}
+
+void *ucp_request_scratch_alloc(ucp_request_t *req, size_t length)
+{
+    ucp_memtype_bounce_t *b = malloc(sizeof(*b) + length);
+
+    if (b == NULL) {
+        return NULL;
     }
-    bounce = malloc((req->dt.length == 0) ? 1 : req->dt.length);
-    if (bounce == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    ucs_debug("ucp: receive of up to %zu bytes into %s memory %p staged in %p",
-              req->dt.length, ucs_memory_type_names[mem_type], req->dt.buffer,
-              bounce);
-    req->dev_buffer = req->dt.buffer;
-    req->bounce     = bounce;
-    req->dt.buffer  = bounce;
-    return UCS_OK;
+    memset(b, 0, sizeof(*b));
+    b->datatype = ucp_dt_make_contig(1);
+    req->bounce = b;
+    return b->data;
 }
 
 ucs_status_t ucp_memtype_unstage(ucp_request_t *req, ucs_status_t status)
 {
+    ucp_memtype_bounce_t *b = ucp_memtype_bounce_of(req);
     size_t length;
 
-    if (req->bounce == NULL) {
+    if (b == NULL) {
         return status;
     }
     if ((req->dev_buffer != NULL) &&
         ((status == UCS_OK) || (status == UCS_ERR_MESSAGE_TRUNCATED))) {
-        length = (req->u.recv.info.length < req->dt.length) ?
-                 req->u.recv.info.length : req->dt.length;
-        if (ucp_memtype_copy(req->worker, req->bounce, req->dev_buffer, length,
-                             1) != UCS_OK) {
+        length = ucs_min(req->u.recv.info.length, b->length);
+        if (ucp_memtype_move(req->worker, b, b->data, length, 1) != UCS_OK) {
             status = UCS_ERR_IO_ERROR;
         }
     }
-    if (req->dev_buffer != NULL) {
-        req->dt.buffer = req->dev_buffer;
-    }
-    free(req->bounce);
+    req->dt.buffer   = b->buffer;
+    req->dt.datatype = b->datatype;
+    req->dt.count    = b->count;
+    free(b);
     req->bounce     = NULL;
     req->dev_buffer = NULL;
     return status;

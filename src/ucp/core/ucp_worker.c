@@ -3,6 +3,7 @@
 #endif
 
 #include <ucp/core/ucp_int.h>
+#include <ucp/rndv/ucp_rndv.h>
 #include <ucs/datastruct/hmap.h>
 #include <ucs/sys/sys.h>
 
@@ -86,6 +87,7 @@ static ucs_status_t ucp_worker_open_iface(ucp_worker_h worker, unsigned rsc_inde
     wiface->worker    = worker;
     wiface->rsc_index = rsc_index;
     ucp_tag_set_am_handlers(wiface);
+    ucp_rma_set_am_handlers(wiface);
     ++worker->num_ifaces;
     return UCS_OK;
 }
@@ -155,6 +157,8 @@ ucs_status_t ucp_worker_create(ucp_context_h context,
     ucs_list_head_init(&worker->rx_inflight);
     ucs_list_head_init(&worker->sync_reqs);
     ucs_list_head_init(&worker->free_reqs);
+    ucs_list_head_init(&worker->rma_reqs);
+    worker->rma_next_id   = 1;
 
     if (params != NULL) {
         if (params->field_mask & UCP_WORKER_PARAM_FIELD_THREAD_MODE) {
@@ -206,6 +210,10 @@ ucs_status_t ucp_worker_create(ucp_context_h context,
         goto err_ifaces;
     }
     (void)ucp_memtype_worker_init(worker);
+    status = ucp_rndv_worker_init(worker);
+    if (status != UCS_OK) {
+        goto err_ifaces;
+    }
     status = ucp_address_pack(worker, 0, &worker->address, &worker->address_len);
     if (status != UCS_OK) {
         goto err_ifaces;
@@ -231,6 +239,8 @@ err_wakeup:
     }
     free(worker->address);
 err_ifaces:
+    ucp_rndv_worker_cleanup(worker);
+    ucp_rndv_worker_close_iface(worker);
     ucp_memtype_worker_cleanup(worker);
     ucp_worker_close_ifaces(worker);
 err_uct_worker:
@@ -257,11 +267,13 @@ void ucp_worker_destroy(ucp_worker_h worker)
     }
     ucp_worker_destroy_zombies(worker);
     ucp_tag_worker_cleanup(worker);
+    ucp_rndv_worker_cleanup(worker);
     if ((worker->live_reqs > 0) &&
         !(worker->flags & UCP_WORKER_FLAG_IGNORE_REQUEST_LEAK)) {
         ucs_warn("ucp: worker %s destroyed with %u request(s) not freed",
                  worker->name, worker->live_reqs);
     }
+    ucp_rndv_worker_close_iface(worker);
     ucp_worker_release_requests(worker);
     ucp_memtype_worker_cleanup(worker);
     ucp_worker_close_ifaces(worker);
@@ -332,6 +344,7 @@ unsigned ucp_worker_progress(ucp_worker_h worker)
     ucp_worker_lock(worker);
     count  = uct_worker_progress(worker->uct_worker);
     count += ucp_worker_progress_ready(worker);
+    count += ucp_rndv_progress(worker);
     count += ucp_worker_keepalive(worker);
     count += ucp_worker_notify_failures(worker);
     ucp_worker_destroy_zombies(worker);
@@ -494,17 +507,7 @@ ucs_status_ptr_t ucp_worker_flush_nb(ucp_worker_h worker, unsigned flags,
     (void)flags;
     memset(&param, 0, sizeof(param));
     ret = ucp_worker_flush_nbx(worker, &param);
-    if ((ret != NULL) && !UCS_PTR_IS_ERR(ret) && (cb != NULL)) {
-        ucp_request_t *req = (ucp_request_t*)ret - 1;
-        ucp_worker_lock(worker);
-        req->cb.send = cb;
-        req->flags  |= UCP_REQ_FLAG_CB_SEND;
-        if (req->flags & UCP_REQ_FLAG_COMPLETED) {
-            cb(ret, req->status);
-        }
-        ucp_worker_unlock(worker);
-    }
-    return ret;
+    return ucp_request_set_nb_callback(worker, ret, cb);
 }
 
 static ucs_status_t ucp_request_wait(ucp_worker_h worker, ucs_status_ptr_t ret)

@@ -5,6 +5,66 @@
 /* UCX_PROTO_INFO=y: which eager protocol serves which size, per endpoint. */
 
 #include <ucp/core/ucp_int.h>
+#include <ucp/rndv/ucp_rndv.h>
+
+static void ucp_proto_info_size(char *buf, size_t max, size_t size)
+{
+    if (size == SIZE_MAX) {
+        snprintf(buf, max, "inf");
+    } else {
+        snprintf(buf, max, "%zu", size);
+    }
+}
+
+/* Which protocol each sender -> receiver memory-type pair takes from the
+ * rendezvous threshold on. Exportability is known only per buffer, so the
+ * receiver's choice is printed as its rule. */
+static void ucp_proto_info_print_rndv(ucp_ep_h ep)
+{
+    static const ucs_memory_type_t types[] = {UCS_MEMORY_TYPE_HOST,
+                                              UCS_MEMORY_TYPE_CUDA};
+    const ucp_rndv_config_t *cfg = &ep->worker->context->rndv;
+    int cuda_frags = (ep->rma_ep != NULL) && (ep->worker->mt_ep != NULL) &&
+                     (cfg->frag_type == UCP_RNDV_FRAG_TYPE_CUDA);
+    char thresh[32], pipe[96];
+    unsigned s, r;
+    int get, early;
+    size_t t;
+
+    snprintf(pipe, sizeof(pipe), cuda_frags ?
+             "pipeline, cuda fragments of %zu B, depth %u" :
+             "pipeline, active messages via host fragments of %zu B",
+             cfg->frag_size[cuda_frags ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST],
+             cfg->depth);
+    for (s = 0; s < 2; ++s) {
+        for (r = 0; r < 2; ++r) {
+            t = ucp_rndv_thresh(ep, types[s]);
+            ucp_proto_info_size(thresh, sizeof(thresh), t);
+            if (t == SIZE_MAX) {
+                printf("| %-4s -> %-4s  | eager at every size\n",
+                       ucs_memory_type_names[types[s]],
+                       ucs_memory_type_names[types[r]]);
+                continue;
+            }
+            get = (ep->rma_ep != NULL) && (types[s] != UCS_MEMORY_TYPE_HOST);
+            /* Auto: an exportable device buffer takes get at every size. */
+            early = get && (cfg->thresh == UCS_MEMUNITS_AUTO) && (t > 0);
+            printf("| %-4s -> %-4s  | %s0..%zu eager; %s..inf rndv: %s%s%s\n",
+                   ucs_memory_type_names[types[s]], ucs_memory_type_names[types[r]],
+                   early ? "1..inf rndv get_zcopy (cuda_ipc) if the sender's "
+                           "buffer exports, else " : "",
+                   t ? t - 1 : 0, thresh,
+                   (get && !early) ?
+                   "get_zcopy (cuda_ipc) if the sender's buffer exports, else " : "",
+                   ((ep->rma_ep != NULL) && (types[r] != UCS_MEMORY_TYPE_HOST)) ?
+                   "put_zcopy (cuda_ipc) if the receiver's buffer exports, else " : "",
+                   /* host data is never staged on the GPU */
+                   ((s == 0) && (r == 0)) ? "data as active messages (RNDV_DATA)" :
+                                            pipe);
+        }
+    }
+    printf("| rndv scheme   | %s (UCX_RNDV_SCHEME)\n", ucp_rndv_scheme_names[cfg->scheme]);
+}
 
 void ucp_proto_info_print(ucp_ep_h ep)
 {
@@ -25,8 +85,9 @@ void ucp_proto_info_print(ucp_ep_h ep)
     printf("| tag_send_sync | 0..%zu: eager sync bcopy; larger: multi + ack\n",
            ep->max_bcopy - UCP_EAGER_SYNC_HDR);
     printf("| device memory | %s\n", (ep->worker->mt_ep != NULL) ?
-           "any size: cuda_copy to/from a host bounce buffer (synchronous), "
-           "then the host protocols above" :
+           "below the rendezvous threshold: cuda_copy to/from a host bounce "
+           "buffer (synchronous), then the host protocols above" :
            "not supported (no cuda_copy transport)");
+    ucp_proto_info_print_rndv(ep);
     fflush(stdout);
 }

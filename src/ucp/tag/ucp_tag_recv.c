@@ -11,6 +11,7 @@
  */
 
 #include <ucp/core/ucp_int.h>
+#include <ucp/rndv/ucp_rndv.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,12 @@ static void ucp_tag_recv_from_desc(ucp_request_t *req, struct ucp_recv_desc *rde
 {
     ucs_status_t status;
 
+    if (rdesc->is_rndv) {
+        ucp_rndv_recv_start(req, rdesc->data, rdesc->received);
+        free(rdesc->data);
+        free(rdesc);
+        return;
+    }
     ucp_tag_recv_matched(req, rdesc->tag, rdesc->length);
     status = ucp_tag_recv_data(req, 0, rdesc->data, rdesc->received);
     free(rdesc->data);
@@ -119,14 +126,25 @@ static struct ucp_recv_desc *ucp_tag_rdesc_new(ucp_tag_t tag, size_t length,
 }
 
 /* A whole message arrived in one piece. */
+static void ucp_tag_recv_count(ucp_worker_h worker, const ucp_request_t *req,
+                               ucp_proto_stat_t proto)
+{
+    if ((req != NULL) && (req->bounce != NULL)) {
+        proto = UCP_PROTO_STAT_EAGER_STAGED;
+    }
+    ++worker->proto_stats[proto];
+}
+
 static ucs_status_t ucp_tag_eager_single(ucp_worker_h worker, ucp_tag_t tag,
                                          uint64_t uuid, uint64_t sync_id,
-                                         const void *data, size_t length)
+                                         const void *data, size_t length,
+                                         ucp_proto_stat_t proto)
 {
     struct ucp_recv_desc *rdesc;
     ucp_request_t *req;
 
     req = ucp_tag_find_expected(worker, tag);
+    ucp_tag_recv_count(worker, req, proto);
     if (req != NULL) {
         ucp_tag_recv_matched(req, tag, length);
         ucp_tag_ack(worker, uuid, sync_id);
@@ -145,6 +163,18 @@ static ucs_status_t ucp_tag_eager_single(ucp_worker_h worker, ucp_tag_t tag,
     return UCS_OK;
 }
 
+/* A message shorter than its fixed header comes from a broken or hostile
+ * peer: it is dropped, with an error naming it, before any field is read. */
+static int ucp_tag_am_is_short(const char *what, size_t length, size_t header)
+{
+    if (length >= header) {
+        return 0;
+    }
+    ucs_error("ucp: %s message of %zu bytes dropped (header is %zu)", what,
+              length, header);
+    return 1;
+}
+
 static ucs_status_t ucp_tag_am_eager_only(void *arg, void *data, size_t length,
                                           unsigned flags)
 {
@@ -152,9 +182,16 @@ static ucs_status_t ucp_tag_am_eager_only(void *arg, void *data, size_t length,
     uint64_t tag;
 
     (void)flags;
+    if (ucp_tag_am_is_short("eager", length, sizeof(tag))) {
+        return UCS_OK;
+    }
     memcpy(&tag, data, sizeof(tag));
+    /* Both sides run the same transport: what fits its am_short came so. */
     return ucp_tag_eager_single(wiface->worker, tag, 0, 0,
-                                (char*)data + sizeof(tag), length - sizeof(tag));
+                                (char*)data + sizeof(tag), length - sizeof(tag),
+                                (length <= wiface->attr.cap.am.max_short) ?
+                                UCP_PROTO_STAT_EAGER_SHORT :
+                                UCP_PROTO_STAT_EAGER_BCOPY);
 }
 
 static ucs_status_t ucp_tag_am_eager_sync(void *arg, void *data, size_t length,
@@ -164,9 +201,13 @@ static ucs_status_t ucp_tag_am_eager_sync(void *arg, void *data, size_t length,
     uint64_t hdr[3];
 
     (void)flags;
+    if (ucp_tag_am_is_short("eager sync", length, sizeof(hdr))) {
+        return UCS_OK;
+    }
     memcpy(hdr, data, sizeof(hdr));
     return ucp_tag_eager_single(wiface->worker, hdr[0], hdr[1], hdr[2],
-                                (char*)data + sizeof(hdr), length - sizeof(hdr));
+                                (char*)data + sizeof(hdr), length - sizeof(hdr),
+                                UCP_PROTO_STAT_EAGER_BCOPY);
 }
 
 static ucs_status_t ucp_tag_am_eager_first(void *arg, void *data, size_t length,
@@ -180,11 +221,20 @@ static ucs_status_t ucp_tag_am_eager_first(void *arg, void *data, size_t length,
     size_t len;
 
     (void)flags;
+    if (ucp_tag_am_is_short("eager first", length, sizeof(hdr))) {
+        return UCS_OK;
+    }
     memcpy(hdr, data, sizeof(hdr));
     payload = (const char*)data + sizeof(hdr);
     len     = length - sizeof(hdr);
+    if (len > hdr[3]) {
+        ucs_error("ucp: first fragment of %zu bytes exceeds its message of %llu",
+                  len, (unsigned long long)hdr[3]);
+        return UCS_OK;
+    }
 
     req = ucp_tag_find_expected(worker, hdr[0]);
+    ucp_tag_recv_count(worker, req, UCP_PROTO_STAT_EAGER_MULTI);
     if (req != NULL) {
         rdesc = calloc(1, sizeof(*rdesc));
         if (rdesc == NULL) {
@@ -227,6 +277,9 @@ static ucs_status_t ucp_tag_am_eager_middle(void *arg, void *data, size_t length
     size_t len;
 
     (void)flags;
+    if (ucp_tag_am_is_short("eager middle", length, sizeof(hdr))) {
+        return UCS_OK;
+    }
     memcpy(hdr, data, sizeof(hdr));
     payload = (const char*)data + sizeof(hdr);
     len     = length - sizeof(hdr);
@@ -241,7 +294,7 @@ static ucs_status_t ucp_tag_am_eager_middle(void *arg, void *data, size_t length
                   (unsigned long long)hdr[1]);
         return UCS_OK;
     }
-    if ((hdr[2] + len > rdesc->length) || (hdr[2] != rdesc->received)) {
+    if ((hdr[2] != rdesc->received) || (len > rdesc->length - rdesc->received)) {
         ucs_error("ucp: fragment at %llu+%zu does not fit message of %zu bytes",
                   (unsigned long long)hdr[2], len, rdesc->length);
         return UCS_OK;
@@ -275,7 +328,9 @@ static ucs_status_t ucp_tag_am_sync_ack(void *arg, void *data, size_t length,
     uint64_t sync_id;
 
     (void)flags;
-    (void)length;
+    if (ucp_tag_am_is_short("sync ack", length, sizeof(sync_id))) {
+        return UCS_OK;
+    }
     memcpy(&sync_id, data, sizeof(sync_id));
     ucs_list_for_each(req, &worker->sync_reqs, list) {
         if (req->u.send.sync_id == sync_id) {
@@ -284,6 +339,42 @@ static ucs_status_t ucp_tag_am_sync_ack(void *arg, void *data, size_t length,
         }
     }
     ucs_debug("ucp: ack for unknown sync send 0x%llx", (unsigned long long)sync_id);
+    return UCS_OK;
+}
+
+/* A rendezvous announcement: matched now, or kept (the RTS message itself)
+ * until a receive or msg_recv takes it; probe sees its full length. */
+static ucs_status_t ucp_tag_am_rndv_rts(void *arg, void *data, size_t length,
+                                        unsigned flags)
+{
+    ucp_worker_h worker = ((ucp_worker_iface_t*)arg)->worker;
+    struct ucp_recv_desc *rdesc;
+    ucp_rndv_rts_t rts;
+    ucp_request_t *req;
+
+    (void)flags;
+    if (length < sizeof(rts)) {
+        ucs_error("ucp: RTS of %zu bytes dropped (header is %zu)", length,
+                  sizeof(rts));
+        return UCS_OK;
+    }
+    memcpy(&rts, data, sizeof(rts));
+    req = ucp_tag_find_expected(worker, rts.tag);
+    if (req != NULL) {
+        ucp_rndv_recv_start(req, data, length);
+        return UCS_OK;
+    }
+    rdesc = ucp_tag_rdesc_new(rts.tag, length, rts.uuid, 0);
+    if (rdesc == NULL) {
+        ucs_error("ucp: no memory for an unexpected rendezvous message");
+        return UCS_OK;
+    }
+    memcpy(rdesc->data, data, length);
+    rdesc->length   = rts.length; /* what probe reports */
+    rdesc->received = length;     /* bytes of the RTS kept in data */
+    rdesc->is_rndv  = 1;
+    rdesc->in_unexp = 1;
+    ucs_list_add_tail(&worker->unexpected, &rdesc->list);
     return UCS_OK;
 }
 
@@ -296,6 +387,9 @@ static ucs_status_t ucp_tag_am_wireup(void *arg, void *data, size_t length,
     ucp_ep_h ep;
 
     (void)flags;
+    if (ucp_tag_am_is_short("wireup", length, sizeof(uuid))) {
+        return UCS_OK;
+    }
     memcpy(&uuid, data, sizeof(uuid));
     if (ucp_worker_find_ep(worker, uuid) != NULL) {
         return UCS_OK;
@@ -338,6 +432,13 @@ void ucp_tag_set_am_handlers(ucp_worker_iface_t *wiface)
         {UCP_AM_ID_SYNC_ACK,     ucp_tag_am_sync_ack},
         {UCP_AM_ID_WIREUP,       ucp_tag_am_wireup},
         {UCP_AM_ID_KEEPALIVE,    ucp_tag_am_keepalive},
+        {UCP_AM_ID_RNDV_RTS,     ucp_tag_am_rndv_rts},
+        {UCP_AM_ID_RNDV_RTR,     ucp_rndv_am_rtr},
+        {UCP_AM_ID_RNDV_ATS,     ucp_rndv_am_ats},
+        {UCP_AM_ID_RNDV_ATP,     ucp_rndv_am_atp},
+        {UCP_AM_ID_RNDV_FRAG,    ucp_rndv_am_frag},
+        {UCP_AM_ID_RNDV_FRAG_ACK, ucp_rndv_am_frag_ack},
+        {UCP_AM_ID_RNDV_DATA,    ucp_rndv_am_data},
     };
     unsigned i;
 
@@ -352,6 +453,7 @@ void ucp_tag_ep_failed(ucp_worker_h worker, uint64_t uuid, ucs_status_t status)
 {
     struct ucp_recv_desc *rdesc, *tmp;
 
+    ucp_rndv_peer_failed(worker, uuid, status);
     ucs_list_for_each_safe(rdesc, tmp, &worker->rx_inflight, rx_link) {
         if (rdesc->uuid != uuid) {
             continue;
@@ -402,17 +504,6 @@ void ucp_tag_worker_cleanup(ucp_worker_h worker)
 
 /* ---- API ------------------------------------------------------------------ */
 
-static ucs_memory_type_t ucp_tag_recv_memtype(ucp_worker_h worker,
-                                              const void *buffer, size_t length,
-                                              const ucp_request_param_t *param)
-{
-    if ((param != NULL) && (param->op_attr_mask & UCP_OP_ATTR_FIELD_MEMORY_TYPE) &&
-        (param->memory_type < UCS_MEMORY_TYPE_UNKNOWN)) {
-        return param->memory_type;
-    }
-    return worker->context->memtype_lookup(buffer, length);
-}
-
 static ucs_status_ptr_t ucp_tag_recv_common(ucp_worker_h worker, void *buffer,
                                             size_t count, ucp_tag_t tag,
                                             ucp_tag_t tag_mask,
@@ -445,7 +536,8 @@ static ucs_status_ptr_t ucp_tag_recv_common(ucp_worker_h worker, void *buffer,
     if (status != UCS_OK) {
         goto err_req;
     }
-    mem_type = ucp_tag_recv_memtype(worker, buffer, req->dt.length, param);
+    mem_type      = ucp_memtype_of_dt(worker, &req->dt, param);
+    req->mem_type = mem_type;
     if (mem_type != UCS_MEMORY_TYPE_HOST) {
         /* Device memory: receive into a host bounce buffer, copied to the
          * device (synchronously) when the request completes. */

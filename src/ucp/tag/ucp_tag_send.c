@@ -15,6 +15,7 @@
  */
 
 #include <ucp/core/ucp_int.h>
+#include <ucp/rndv/ucp_rndv.h>
 
 #include <string.h>
 
@@ -175,7 +176,7 @@ static ucs_status_t ucp_tag_wireup_progress(ucp_request_t *req)
     return UCS_OK;
 }
 
-static ucs_status_t ucp_tag_send_wireup(ucp_ep_h ep)
+ucs_status_t ucp_tag_send_wireup(ucp_ep_h ep)
 {
     ucp_request_t *req;
 
@@ -209,6 +210,18 @@ static ucs_memory_type_t ucp_tag_memtype(ucp_worker_h worker, const void *buffer
     return worker->context->memtype_lookup(buffer, length);
 }
 
+static ucp_proto_stat_t ucp_tag_send_proto(const ucp_request_t *req)
+{
+    if (req->bounce != NULL) {
+        return UCP_PROTO_STAT_EAGER_STAGED;
+    } else if (req->progress == ucp_tag_progress_short) {
+        return UCP_PROTO_STAT_EAGER_SHORT;
+    } else if (req->progress == ucp_tag_progress_single) {
+        return UCP_PROTO_STAT_EAGER_BCOPY;
+    }
+    return UCP_PROTO_STAT_EAGER_MULTI;
+}
+
 static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
                                             size_t count, ucp_tag_t tag,
                                             const ucp_request_param_t *param,
@@ -237,9 +250,11 @@ static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
         !(attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && ucs_queue_is_empty(&ep->send_q)) {
         length = count * (size_t)(datatype >> UCP_DATATYPE_SHIFT);
         if ((length <= ep->max_short) &&
+            (length < ucp_rndv_thresh(ep, UCS_MEMORY_TYPE_HOST)) &&
             (ucp_tag_memtype(worker, buffer, length, param) == UCS_MEMORY_TYPE_HOST) &&
             (uct_ep_am_short(ep->uct_ep, UCP_AM_ID_EAGER_ONLY, tag, buffer,
                              (unsigned)length) == UCS_OK)) {
+            ++worker->proto_stats[UCP_PROTO_STAT_EAGER_SHORT];
             ret = NULL;
             goto out;
         }
@@ -256,16 +271,36 @@ static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
     if (status != UCS_OK) {
         goto err_req;
     }
-    mem_type = ucp_tag_memtype(worker, buffer, req->dt.length, param);
+    mem_type        = ucp_memtype_of_dt(worker, &req->dt, param);
+    req->mem_type   = mem_type;
+    req->u.send.tag = tag;
+    if (!(attr & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) &&
+        ucp_rndv_send_wanted(ep, req, mem_type)) {
+        /* Rendezvous: contiguous device data is read or written in place;
+         * an IOV holding device memory is gathered into host memory first. */
+        if ((mem_type != UCS_MEMORY_TYPE_HOST) &&
+            ((datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_IOV)) {
+            status = ucp_memtype_stage_send(req, mem_type);
+            if (status != UCS_OK) {
+                goto err_dt;
+            }
+            mem_type = UCS_MEMORY_TYPE_HOST;
+        }
+        status = ucp_rndv_send_start(req, ep, mem_type, sync);
+        if (status != UCS_OK) {
+            goto err_dt;
+        }
+        ret = ucp_request_finish_call(req, param);
+        goto out;
+    }
     if (mem_type != UCS_MEMORY_TYPE_HOST) {
         /* Device memory: a synchronous cuda_copy into a host bounce buffer,
-         * then the host eager protocols (rendezvous comes with issue 8). */
+         * then the host eager protocols. */
         status = ucp_memtype_stage_send(req, mem_type);
         if (status != UCS_OK) {
             goto err_dt;
         }
     }
-    req->u.send.tag = tag;
     if (sync) {
         status = ucp_tag_send_wireup(ep);
         if (status != UCS_OK) {
@@ -287,6 +322,7 @@ static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
         req->progress       = ucp_tag_progress_multi;
         req->u.send.msg_id  = worker->next_msg_id++;
     }
+    ++worker->proto_stats[ucp_tag_send_proto(req)];
 
     if (attr & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) {
         /* One attempt, outside the queue: done now or not at all. */

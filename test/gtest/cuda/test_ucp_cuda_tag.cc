@@ -11,6 +11,7 @@
 #endif
 
 #include "cuda/cuda_test.h"
+#include "cuda/ucp_cuda_peer.h"
 
 #include <ucp/api/ucp.h>
 
@@ -21,6 +22,7 @@
 
 using cuda_test::allocation;
 using cuda_test::mem_kind;
+using cuda_test::ucp_peer;
 using ucx_test::oob_channel;
 
 namespace {
@@ -35,76 +37,6 @@ unsigned char pattern(size_t i, unsigned seed)
 {
     return (unsigned char)((i * 131u) ^ (i >> 9) ^ (seed * 17u));
 }
-
-class ucp_peer {
-public:
-    void init(oob_channel &oob)
-    {
-        ucp_params_t params;
-        ucp_worker_params_t wparams;
-        ucp_ep_params_t eparams;
-        ucp_address_t *address;
-        size_t address_len;
-        std::string peer;
-
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_TAG;
-        ASSERT_EQ(UCS_OK, ucp_init(&params, NULL, &m_context));
-        memset(&wparams, 0, sizeof(wparams));
-        ASSERT_EQ(UCS_OK, ucp_worker_create(m_context, &wparams, &m_worker));
-        ASSERT_EQ(UCS_OK, ucp_worker_get_address(m_worker, &address,
-                                                 &address_len));
-        ASSERT_TRUE(oob.send_blob(std::string((const char*)address,
-                                              address_len)));
-        ucp_worker_release_address(m_worker, address);
-        ASSERT_TRUE(oob.recv_blob(peer));
-        memset(&eparams, 0, sizeof(eparams));
-        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        eparams.address    = (const ucp_address_t*)peer.data();
-        ASSERT_EQ(UCS_OK, ucp_ep_create(m_worker, &eparams, &m_ep));
-    }
-
-    ucs_status_t wait(ucs_status_ptr_t ret)
-    {
-        ucs_status_t status;
-
-        if (!UCS_PTR_IS_PTR(ret)) {
-            return UCS_PTR_STATUS(ret);
-        }
-        while ((status = ucp_request_check_status(ret)) == UCS_INPROGRESS) {
-            ucp_worker_progress(m_worker);
-        }
-        ucp_request_free(ret);
-        return status;
-    }
-
-    void cleanup(oob_channel &oob)
-    {
-        ucp_request_param_t param;
-
-        memset(&param, 0, sizeof(param));
-        if (m_ep != NULL) {
-            /* Both sides done before anyone closes. */
-            oob.barrier();
-            EXPECT_EQ(UCS_OK, wait(ucp_ep_flush_nbx(m_ep, &param)));
-            oob.barrier();
-            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-            wait(ucp_ep_close_nbx(m_ep, &param));
-        }
-        if (m_worker != NULL) {
-            ucp_worker_destroy(m_worker);
-        }
-        if (m_context != NULL) {
-            ucp_cleanup(m_context);
-        }
-    }
-
-    ucp_context_h m_context = NULL;
-    ucp_worker_h  m_worker  = NULL;
-    ucp_ep_h      m_ep      = NULL;
-};
 
 /* (allocation kind, give UCP_OP_ATTR_FIELD_MEMORY_TYPE) */
 typedef std::tuple<mem_kind, bool> param_t;

@@ -1,0 +1,615 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+/*
+ * Rendezvous plumbing shared by both sides: the cuda_ipc lane of the worker
+ * and of its eps, the request id table, control messages, asynchronous copy
+ * operations, progress and failure handling. Requests and operations are
+ * recycled through per-worker free lists: no allocation per message.
+ */
+
+#include <ucp/rndv/ucp_rndv_int.h>
+#include <ucs/sys/sys.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define UCP_RNDV_RMA_TL          "cuda_ipc"
+#define UCP_RNDV_KEEPALIVE_NS    100000000ull
+#define UCP_RNDV_DRAIN_TIMEOUT_NS 10000000000ull
+
+/* ---- the cuda_ipc lane --------------------------------------------------- */
+
+static int ucp_rndv_find_md(ucp_context_h context, const char *name)
+{
+    unsigned i;
+
+    for (i = 0; i < context->num_mds; ++i) {
+        if (!strcmp(context->mds[i].md_name, name)) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+static void ucp_rndv_open_rma_iface(ucp_worker_h worker)
+{
+    ucp_context_h context = worker->context;
+    ucp_worker_iface_t *wiface = &worker->rma_iface;
+    uct_iface_config_t *config;
+    uct_iface_params_t params;
+    const ucp_tl_rsc_t *rsc;
+    ucs_status_t status;
+    unsigned i;
+
+    for (i = 0; i < context->num_rscs; ++i) {
+        if (!strcmp(context->rscs[i].desc.tl_name, UCP_RNDV_RMA_TL)) {
+            break;
+        }
+    }
+    if (i == context->num_rscs) {
+        return;
+    }
+    rsc = &context->rscs[i];
+    memset(&params, 0, sizeof(params));
+    params.field_mask      = UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.device.tl_name  = rsc->desc.tl_name;
+    params.device.dev_name = rsc->desc.dev_name;
+    status = uct_md_iface_config_read(context->mds[rsc->md_index].md,
+                                      rsc->desc.tl_name, NULL, NULL, &config);
+    if (status != UCS_OK) {
+        return;
+    }
+    status = uct_iface_open(context->mds[rsc->md_index].md, worker->uct_worker,
+                            &params, config, &wiface->iface);
+    uct_config_release(config);
+    if (status == UCS_OK) {
+        status = uct_iface_query(wiface->iface, &wiface->attr);
+        if (status != UCS_OK) {
+            uct_iface_close(wiface->iface);
+        }
+    }
+    if (status != UCS_OK) {
+        ucs_debug("ucp: %s not opened for rendezvous: %s", UCP_RNDV_RMA_TL,
+                  ucs_status_string(status));
+        wiface->iface = NULL;
+        return;
+    }
+    wiface->worker    = worker;
+    wiface->rsc_index = i;
+    worker->rndv->ipc_md        = context->mds[rsc->md_index].md;
+    worker->rndv->ipc_component = context->mds[rsc->md_index].component;
+    worker->rndv->key_size      = context->mds[rsc->md_index].attr.rkey_packed_size;
+    worker->rndv->tx_key.bytes  = calloc(1, worker->rndv->key_size + 1);
+}
+
+ucs_status_t ucp_rndv_worker_init(ucp_worker_h worker)
+{
+    ucp_rndv_worker_t *rw;
+    int md_index;
+
+    rw = calloc(1, sizeof(*rw));
+    if (rw == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    ucs_list_head_init(&rw->done);
+    ucs_list_head_init(&rw->waiters);
+    ucs_list_head_init(&rw->free_reqs);
+    ucs_list_head_init(&rw->free_ops);
+    worker->rndv = rw;
+    md_index = ucp_rndv_find_md(worker->context, "cuda_cpy");
+    if ((md_index >= 0) && (worker->mt_ep != NULL)) {
+        rw->copy_md = worker->context->mds[md_index].md;
+    }
+    ucp_rndv_open_rma_iface(worker);
+    return UCS_OK;
+}
+
+/* Copies still running write into fragments and user buffers: wait for
+ * them (bounded) before anything is freed. */
+static void ucp_rndv_drain(ucp_worker_h worker)
+{
+    ucp_rndv_worker_t *rw = worker->rndv;
+    uint64_t deadline     = ucs_get_time_ns() + UCP_RNDV_DRAIN_TIMEOUT_NS;
+
+    while ((rw->ops_pending > 0) && (ucs_get_time_ns() < deadline)) {
+        if (worker->rma_iface.iface != NULL) {
+            uct_iface_progress(worker->rma_iface.iface);
+        }
+        if (worker->mt_iface != NULL) {
+            uct_iface_progress(worker->mt_iface);
+        }
+    }
+    if (rw->ops_pending > 0) {
+        ucs_warn("ucp: worker %s destroyed with %u rendezvous copies still "
+                 "running", worker->name, rw->ops_pending);
+    }
+}
+
+void ucp_rndv_worker_cleanup(ucp_worker_h worker)
+{
+    ucp_rndv_worker_t *rw = worker->rndv;
+    ucp_rndv_req_t *rreq;
+    uint32_t i;
+
+    if (rw == NULL) {
+        return;
+    }
+    for (i = 0; i < rw->num_slots; ++i) {
+        rreq = rw->slots[i];
+        if (rreq != NULL) {
+            rreq->req->flags |= UCP_REQ_FLAG_RELEASED;
+            ucp_rndv_req_complete(rreq, UCS_ERR_CANCELED);
+        }
+    }
+    ucp_rndv_drain(worker);
+    while (!ucs_list_is_empty(&rw->done)) {
+        ucp_rndv_op_t *op = ucs_list_extract_head_elem(&rw->done, ucp_rndv_op_t,
+                                                       list);
+        op->cb(op);
+    }
+    ucp_rndv_frag_cleanup(worker);
+    while (!ucs_list_is_empty(&rw->free_reqs)) {
+        free(ucs_list_extract_head_elem(&rw->free_reqs, ucp_rndv_req_t,
+                                        wait_link));
+    }
+    while (!ucs_list_is_empty(&rw->free_ops)) {
+        free(ucs_list_extract_head_elem(&rw->free_ops, ucp_rndv_op_t,
+                                        free_link));
+    }
+    ucp_rndv_send_key_drop(worker);
+    free(rw->tx_key.bytes);
+    ucp_rndv_key_cache_destroy(rw->own_keys);
+    free(rw->slots);
+    free(rw->gens);
+    free(rw);
+    worker->rndv = NULL;
+}
+
+void ucp_rndv_worker_close_iface(ucp_worker_h worker)
+{
+    if (worker->rma_iface.iface != NULL) {
+        uct_iface_close(worker->rma_iface.iface);
+        worker->rma_iface.iface = NULL;
+    }
+}
+
+void ucp_rndv_ep_init(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
+                      int same_host)
+{
+    ucp_worker_iface_t *wiface = &ep->worker->rma_iface;
+    const ucp_address_entry_t *e;
+    uct_ep_params_t params;
+    unsigned i;
+
+    /* Not to ourselves: a process cannot import its own IPC handles. */
+    if (!same_host || (wiface->iface == NULL) || (addr->pid == (uint32_t)getpid())) {
+        return;
+    }
+    for (i = 0; i < addr->num_entries; ++i) {
+        e = &addr->entries[i];
+        if (strcmp(e->tl_name, UCP_RNDV_RMA_TL) ||
+            (e->iface_addr_len != wiface->attr.iface_addr_len) ||
+            !uct_iface_is_reachable(wiface->iface, e->dev_addr, e->iface_addr)) {
+            continue;
+        }
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = wiface->iface;
+        params.dev_addr   = e->dev_addr;
+        params.iface_addr = e->iface_addr;
+        if (uct_ep_create(&params, &ep->rma_ep) != UCS_OK) {
+            ep->rma_ep = NULL;
+        }
+        ucs_debug("ucp: ep %p: %s rendezvous lane %s", (void*)ep, UCP_RNDV_RMA_TL,
+                  (ep->rma_ep != NULL) ? "connected" : "failed");
+        return;
+    }
+}
+
+void ucp_rndv_ep_cleanup(ucp_ep_h ep)
+{
+    ucp_rndv_key_cache_destroy(ep->rndv_keys);
+    ep->rndv_keys = NULL;
+    if (ep->rma_ep != NULL) {
+        uct_ep_destroy(ep->rma_ep);
+        ep->rma_ep = NULL;
+    }
+}
+
+size_t ucp_rndv_thresh(ucp_ep_h ep, ucs_memory_type_t mem_type)
+{
+    size_t thresh = ep->worker->context->rndv.thresh;
+
+    if (thresh != UCS_MEMUNITS_AUTO) {
+        return thresh;
+    }
+    if (mem_type != UCS_MEMORY_TYPE_HOST) {
+        return UCP_RNDV_THRESH_AUTO_DEVICE;
+    }
+    return (ep->rma_ep != NULL) ? UCP_RNDV_THRESH_AUTO_HOST : SIZE_MAX;
+}
+
+/* ---- request ids ---------------------------------------------------------- */
+
+static ucs_status_t ucp_rndv_ids_grow(ucp_rndv_worker_t *rw)
+{
+    uint32_t num = (rw->num_slots == 0) ? 64 : rw->num_slots * 2;
+    ucp_rndv_req_t **slots;
+    uint32_t *gens;
+
+    slots = realloc(rw->slots, num * sizeof(*slots));
+    if (slots == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rw->slots = slots;
+    gens = realloc(rw->gens, num * sizeof(*gens));
+    if (gens == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rw->gens = gens;
+    memset(slots + rw->num_slots, 0, (num - rw->num_slots) * sizeof(*slots));
+    memset(gens + rw->num_slots, 0, (num - rw->num_slots) * sizeof(*gens));
+    rw->num_slots = num;
+    return UCS_OK;
+}
+
+ucp_rndv_req_t *ucp_rndv_req_new(ucp_request_t *req, int is_send,
+                                 uint64_t peer_uuid)
+{
+    ucp_rndv_worker_t *rw = req->worker->rndv;
+    ucp_rndv_req_t *rreq;
+    uint32_t i;
+
+    for (i = rw->hint; i < rw->num_slots; ++i) {
+        if (rw->slots[i] == NULL) {
+            break;
+        }
+    }
+    if ((i == rw->num_slots) && (ucp_rndv_ids_grow(rw) != UCS_OK)) {
+        return NULL;
+    }
+    if (!ucs_list_is_empty(&rw->free_reqs)) {
+        rreq = ucs_list_extract_head_elem(&rw->free_reqs, ucp_rndv_req_t,
+                                          wait_link);
+        memset(rreq, 0, sizeof(*rreq));
+    } else if ((rreq = calloc(1, sizeof(*rreq))) == NULL) {
+        return NULL;
+    }
+    rw->slots[i]    = rreq;
+    rw->hint        = i + 1;
+    ++rw->live;
+    rreq->req       = req;
+    rreq->worker    = req->worker;
+    /* A generation in the high half: a reply for a finished request whose
+     * slot was reused carries the old generation and is dropped. */
+    rreq->id        = ((uint64_t)++rw->gens[i] << 32) | (i + 1);
+    rreq->is_send   = is_send;
+    rreq->peer_uuid = peer_uuid;
+    rreq->mem_type  = UCS_MEMORY_TYPE_HOST;
+    ucs_list_head_init(&rreq->wait_link);
+    req->rndv       = rreq;
+    return rreq;
+}
+
+ucp_rndv_req_t *ucp_rndv_req_find(ucp_worker_h worker, uint64_t id, int is_send,
+                                  const char *what)
+{
+    ucp_rndv_worker_t *rw = worker->rndv;
+    uint32_t index        = (uint32_t)id - 1;
+    ucp_rndv_req_t *rreq;
+
+    if ((rw != NULL) && (index < rw->num_slots)) {
+        rreq = rw->slots[index];
+        if ((rreq != NULL) && (rreq->id == id) && (rreq->is_send == is_send)) {
+            return rreq;
+        }
+    }
+    ucs_debug("ucp: worker %s: %s for unknown or finished request id 0x%llx "
+              "dropped", worker->name, what, (unsigned long long)id);
+    return NULL;
+}
+
+void ucp_rndv_req_complete(ucp_rndv_req_t *rreq, ucs_status_t status)
+{
+    ucp_worker_h worker   = rreq->worker;
+    ucp_rndv_worker_t *rw = worker->rndv;
+    ucp_request_t *req    = rreq->req;
+    uint32_t index        = (uint32_t)rreq->id - 1;
+
+    rw->slots[index] = NULL;
+    --rw->live;
+    if (index < rw->hint) {
+        rw->hint = index;
+    }
+    if (rreq->waiting) {
+        ucp_rndv_frag_unwait(worker, rreq);
+    }
+    if (rreq->stage != NULL) {
+        ucp_rndv_frag_put(worker, rreq->stage);
+    }
+    if (rreq->ipc_memh != NULL) {
+        ucp_rndv_key_release(worker, rreq->ipc_memh);
+    }
+    if ((status == UCS_OK) && (rreq->proto < UCP_PROTO_STAT_LAST)) {
+        ++worker->proto_stats[rreq->proto];
+    }
+    ucs_debug("ucp: rendezvous %s 0x%llx of %zu bytes done (%s): %s",
+              rreq->is_send ? "send" : "receive", (unsigned long long)rreq->id,
+              rreq->msg_length, ucp_proto_stat_name(rreq->proto),
+              ucs_status_string(status));
+    req->rndv = NULL;
+    ucs_list_add_head(&rw->free_reqs, &rreq->wait_link);
+    if (!(req->flags & UCP_REQ_FLAG_RECV)) {
+        ucp_request_complete(req, status);
+    } else {
+        if ((status == UCS_OK) && (req->u.recv.info.length > req->dt.length)) {
+            status = UCS_ERR_MESSAGE_TRUNCATED;
+        }
+        ucp_request_complete(req, status);
+    }
+}
+
+void ucp_rndv_peer_failed(ucp_worker_h worker, uint64_t uuid,
+                          ucs_status_t status)
+{
+    ucp_rndv_worker_t *rw = worker->rndv;
+    uint32_t i;
+
+    if (rw == NULL) {
+        return;
+    }
+    for (i = 0; i < rw->num_slots; ++i) {
+        if ((rw->slots[i] != NULL) && (rw->slots[i]->peer_uuid == uuid)) {
+            ucp_rndv_req_complete(rw->slots[i], status);
+        }
+    }
+}
+
+/* ---- control messages ------------------------------------------------------ */
+
+static size_t ucp_rndv_ctrl_pack(void *dest, void *arg)
+{
+    ucp_request_t *req = arg;
+
+    memcpy(dest, req->u.ctrl.blob, req->u.ctrl.blob_len);
+    return req->u.ctrl.blob_len;
+}
+
+static ucs_status_t ucp_rndv_ctrl_progress(ucp_request_t *req)
+{
+    ssize_t ret;
+
+    ret = uct_ep_am_bcopy(req->ep->uct_ep, (uint8_t)req->u.ctrl.ack_id,
+                          ucp_rndv_ctrl_pack, req, 0);
+    if (ret < 0) {
+        return (ucs_status_t)ret;
+    }
+    ucp_request_complete(req, UCS_OK);
+    return UCS_OK;
+}
+
+typedef struct {
+    const void *hdr;
+    size_t     hdr_len;
+    const void *data;
+    size_t     data_len;
+} ucp_rndv_ctrl_msg_t;
+
+static size_t ucp_rndv_ctrl_pack_direct(void *dest, void *arg)
+{
+    ucp_rndv_ctrl_msg_t *msg = arg;
+
+    memcpy(dest, msg->hdr, msg->hdr_len);
+    if (msg->data_len > 0) {
+        memcpy((char*)dest + msg->hdr_len, msg->data, msg->data_len);
+    }
+    return msg->hdr_len + msg->data_len;
+}
+
+ucs_status_t ucp_rndv_ctrl_send_ep(ucp_ep_h ep, uint8_t id, const void *hdr,
+                                   size_t hdr_len, const void *data,
+                                   size_t data_len)
+{
+    ucp_rndv_ctrl_msg_t msg = {hdr, hdr_len, data, data_len};
+    ucp_request_t *req;
+    ssize_t ret;
+    char *blob;
+
+    if (ep->flags & UCP_EP_FLAG_FAILED) {
+        return ep->status;
+    }
+    if (hdr_len + data_len > ep->max_bcopy) {
+        ucs_error("ucp: rendezvous message of %zu bytes exceeds the %zu-byte "
+                  "segment of ep %s", hdr_len + data_len, ep->max_bcopy, ep->name);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (ucs_queue_is_empty(&ep->send_q)) {
+        ret = uct_ep_am_bcopy(ep->uct_ep, id, ucp_rndv_ctrl_pack_direct, &msg, 0);
+        if (ret >= 0) {
+            return UCS_OK;
+        } else if (ret != UCS_ERR_NO_RESOURCE) {
+            return (ucs_status_t)ret;
+        }
+    }
+    req = ucp_request_get(ep->worker, NULL);
+    if (req == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    blob = ucp_request_scratch_alloc(req, hdr_len + data_len);
+    if (blob == NULL) {
+        ucp_request_put(req);
+        return UCS_ERR_NO_MEMORY;
+    }
+    ucp_rndv_ctrl_pack_direct(blob, &msg);
+    req->flags           |= UCP_REQ_FLAG_INTERNAL;
+    req->u.ctrl.blob      = blob;
+    req->u.ctrl.blob_len  = hdr_len + data_len;
+    req->u.ctrl.ack_id    = id;
+    req->progress         = ucp_rndv_ctrl_progress;
+    ucp_ep_push(ep, req);
+    return UCS_OK;
+}
+
+ucs_status_t ucp_rndv_ctrl_send(ucp_worker_h worker, uint64_t uuid, uint8_t id,
+                                const void *hdr, size_t hdr_len,
+                                const void *data, size_t data_len)
+{
+    ucp_ep_h ep = ucp_worker_find_ep(worker, uuid);
+
+    if (ep == NULL) {
+        ucs_debug("ucp: no endpoint to worker 0x%llx for rendezvous message %u",
+                  (unsigned long long)uuid, id);
+        return UCS_ERR_UNREACHABLE;
+    }
+    return ucp_rndv_ctrl_send_ep(ep, id, hdr, hdr_len, data, data_len);
+}
+
+void ucp_rndv_warn_import_failed(ucs_status_t status)
+{
+    static int warned;
+
+    if (!warned) {
+        warned = 1;
+        ucs_warn("ucp: importing a peer's device memory failed (%s): this and "
+                 "similar messages are staged through fragments instead",
+                 ucs_status_string(status));
+    }
+}
+
+/* ---- asynchronous operations ------------------------------------------ */
+
+static void ucp_rndv_op_comp(uct_completion_t *comp)
+{
+    ucp_rndv_op_t *op = ucs_container_of(comp, ucp_rndv_op_t, comp);
+
+    --op->worker->rndv->ops_pending;
+    ucs_list_add_tail(&op->worker->rndv->done, &op->list);
+}
+
+ucp_rndv_op_t *ucp_rndv_op_new(ucp_worker_h worker, uint64_t id,
+                               ucp_rndv_op_cb_t cb)
+{
+    ucp_rndv_worker_t *rw = worker->rndv;
+    ucp_rndv_op_t *op;
+
+    if (!ucs_list_is_empty(&rw->free_ops)) {
+        op = ucs_list_extract_head_elem(&rw->free_ops, ucp_rndv_op_t, free_link);
+        memset(op, 0, sizeof(*op));
+    } else if ((op = calloc(1, sizeof(*op))) == NULL) {
+        return NULL;
+    }
+    op->comp.func   = ucp_rndv_op_comp;
+    op->comp.count  = 1;
+    op->comp.status = UCS_OK;
+    op->worker      = worker;
+    op->cb          = cb;
+    op->id          = id;
+    return op;
+}
+
+ucs_status_t ucp_rndv_op_started(ucp_rndv_op_t *op, ucs_status_t status)
+{
+    if (status == UCS_INPROGRESS) {
+        ++op->worker->rndv->ops_pending;
+        return UCS_OK;
+    } else if (status == UCS_OK) {
+        ucs_list_add_tail(&op->worker->rndv->done, &op->list);
+        return UCS_OK;
+    }
+    ucp_rndv_op_free(op);
+    return status;
+}
+
+ucs_status_t ucp_rndv_op_zcopy(ucp_rndv_op_t *op, ucp_ep_h ep, void *buffer,
+                               size_t length, uint64_t remote_addr,
+                               const void *key, size_t key_len, int is_put)
+{
+    ucp_rndv_key_cache_t *keys = ucp_rndv_ep_keys(ep);
+    ucs_status_t status;
+    uct_rkey_t rkey;
+    uct_iov_t iov;
+
+    status = (keys == NULL) ? UCS_ERR_UNREACHABLE :
+             ucp_rndv_key_cache_get(keys, key, key_len, &rkey);
+    if (status != UCS_OK) {
+        ucp_rndv_op_free(op);
+        return (status == UCS_ERR_NO_MEMORY) ? status : UCS_ERR_UNREACHABLE;
+    }
+    iov.buffer = buffer;
+    iov.length = length;
+    iov.memh   = UCT_MEM_HANDLE_NULL;
+    iov.stride = 0;
+    iov.count  = 1;
+    status = is_put ?
+             uct_ep_put_zcopy(ep->rma_ep, &iov, 1, remote_addr, rkey, &op->comp) :
+             uct_ep_get_zcopy(ep->rma_ep, &iov, 1, remote_addr, rkey, &op->comp);
+    /* UNREACHABLE stays the answer of the key ("not exportable"); an import
+     * that fails now is an I/O error for the caller's fallback warning. */
+    status = ucp_rndv_op_started(op, status);
+    return (status == UCS_ERR_UNREACHABLE) ? UCS_ERR_IO_ERROR : status;
+}
+
+void ucp_rndv_op_free(ucp_rndv_op_t *op)
+{
+    ucs_list_add_head(&op->worker->rndv->free_ops, &op->free_link);
+}
+
+/* ---- progress ---------------------------------------------------------- */
+
+/* A peer that died while we wait for its reply sends nothing that would
+ * tell us: probe the peers of outstanding requests now and then (error
+ * mode PEER only, as for sync sends). */
+static unsigned ucp_rndv_keepalive(ucp_worker_h worker)
+{
+    ucp_rndv_worker_t *rw = worker->rndv;
+    ucp_ep_h ep;
+    uint64_t now;
+    uint32_t i;
+
+    if (rw->live == 0) {
+        return 0;
+    }
+    now = ucs_get_time_ns();
+    if (now < rw->next_keepalive_ns) {
+        return 0;
+    }
+    rw->next_keepalive_ns = now + UCP_RNDV_KEEPALIVE_NS;
+    for (i = 0; i < rw->num_slots; ++i) {
+        if (rw->slots[i] == NULL) {
+            continue;
+        }
+        ep = ucp_worker_find_ep(worker, rw->slots[i]->peer_uuid);
+        if ((ep != NULL) && (ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) &&
+            ucp_ep_keepalive(ep)) {
+            return 1; /* the table changed under us */
+        }
+    }
+    return 0;
+}
+
+unsigned ucp_rndv_progress(ucp_worker_h worker)
+{
+    ucp_rndv_worker_t *rw = worker->rndv;
+    unsigned count        = 0;
+    ucp_rndv_op_t *op;
+
+    if (rw == NULL) {
+        return 0;
+    }
+    while (!ucs_list_is_empty(&rw->done)) {
+        op = ucs_list_extract_head_elem(&rw->done, ucp_rndv_op_t, list);
+        op->cb(op);
+        ++count;
+    }
+    count += ucp_rndv_frag_progress(worker);
+    /* Reading the clock costs more than the rest of an idle call: only
+     * when nothing happened, or now and then while busy. */
+    if ((count == 0) || ((++rw->progress_calls & 63) == 0)) {
+        count += ucp_rndv_keepalive(worker);
+    }
+    return count;
+}

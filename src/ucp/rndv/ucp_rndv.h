@@ -1,0 +1,340 @@
+/**
+ * @file ucp_rndv.h
+ * Rendezvous for large tag messages (docs/rendezvous.md): the sender
+ * announces the message (RTS, with the cuda_ipc key of its buffer when it
+ * has one); the receiver picks
+ *   get_zcopy  -- it reads the sender's buffer over cuda_ipc, then ATS;
+ *   put_zcopy  -- RTR with its own key; the sender writes, then ATP;
+ *   pipeline   -- RTR asking for staging: device fragments (FRAG / FRAG_ACK,
+ *                 the receiver reads each one over cuda_ipc) or data as
+ *                 active messages (RNDV_DATA, then ATS).
+ * Requests are named on the wire by ids from a per-worker table, never by
+ * pointers; a reply with an unknown or stale id is logged and dropped.
+ *
+ * Everything here runs with the worker lock held (see ucp_int.h).
+ */
+#ifndef UCP_RNDV_H_
+#define UCP_RNDV_H_
+
+#include <ucp/core/ucp_int.h>
+
+BEGIN_C_DECLS
+
+/* Defaults of UCX_RNDV_THRESH=auto, in one place so that measurements can
+ * tune them: device buffers switch early (the staged eager copy is
+ * synchronous), host buffers only towards a peer with a cuda_ipc lane (its
+ * buffer may be device memory) and only when large, so that host<->host
+ * traffic keeps the eager protocols it had. */
+#define UCP_RNDV_THRESH_AUTO_DEVICE (8ul * 1024)
+#define UCP_RNDV_THRESH_AUTO_HOST   (256ul * 1024)
+
+/* ---- wire formats (little-endian, same build on both sides) ------------ */
+
+enum {
+    UCP_RNDV_RTS_FLAG_SYNC     = UCS_BIT(0), /* ucp_tag_send_sync */
+    UCP_RNDV_RTS_FLAG_KEY      = UCS_BIT(1), /* a cuda_ipc key follows */
+    UCP_RNDV_RTS_FLAG_CAN_PUT  = UCS_BIT(2), /* contiguous + rma lane */
+    UCP_RNDV_RTS_FLAG_CAN_FRAG = UCS_BIT(3)  /* may stage in device fragments */
+};
+
+typedef struct ucp_rndv_rts {
+    uint64_t tag;
+    uint64_t uuid;      /* sender worker */
+    uint64_t sreq_id;
+    uint64_t length;
+    uint64_t address;   /* of the sender's buffer, for a get */
+    uint32_t flags;
+    uint32_t mem_type;
+    uint32_t key_len;
+    uint32_t reserved;
+} ucp_rndv_rts_t;       /* + key */
+
+enum {
+    UCP_RNDV_RTR_PUT       = 1,  /* put into the key's buffer, then ATP */
+    UCP_RNDV_RTR_PIPE_CUDA = 2,  /* stage in device fragments (FRAG) */
+    UCP_RNDV_RTR_PIPE_AM   = 3   /* send RNDV_DATA messages */
+};
+
+typedef struct ucp_rndv_rtr {
+    uint64_t sreq_id;
+    uint64_t rreq_id;
+    uint64_t address;   /* of the receiver's buffer, for a put */
+    uint64_t length;    /* bytes wanted (0 when truncated: none) */
+    uint32_t mode;
+    uint32_t key_len;
+} ucp_rndv_rtr_t;       /* + key */
+
+typedef struct ucp_rndv_ats {
+    uint64_t sreq_id;
+    uint32_t proto;     /* ucp_proto_stat_t the receiver used */
+    int32_t  status;
+} ucp_rndv_ats_t;
+
+typedef struct ucp_rndv_atp {
+    uint64_t rreq_id;
+    int32_t  status;
+    uint32_t reserved;
+} ucp_rndv_atp_t;
+
+typedef struct ucp_rndv_frag_msg {
+    uint64_t rreq_id;
+    uint64_t sreq_id;
+    uint64_t offset;
+    uint64_t length;
+    uint64_t address;   /* of the fragment */
+    uint32_t frag_index;
+    uint32_t key_len;
+} ucp_rndv_frag_msg_t;  /* + key of the fragment's slab */
+
+typedef struct ucp_rndv_frag_ack {
+    uint64_t sreq_id;
+    uint32_t frag_index;
+    int32_t  status;
+} ucp_rndv_frag_ack_t;
+
+typedef struct ucp_rndv_data_hdr {
+    uint64_t rreq_id;
+    uint64_t offset;
+} ucp_rndv_data_hdr_t;  /* + data */
+
+/* ---- state -------------------------------------------------------------- */
+
+struct ucp_rndv_frag;
+
+/** One rendezvous message on one side. Lives in the worker's id table from
+ *  start to completion. */
+typedef struct ucp_rndv_req {
+    ucp_request_t      *req;
+    ucp_worker_h       worker;
+    uint64_t           id;          /* ours */
+    uint64_t           remote_id;   /* the peer's (0 until known) */
+    uint64_t           peer_uuid;
+    int                is_send;
+    size_t             length;      /* bytes to move */
+    size_t             msg_length;  /* announced (receiver: may exceed length) */
+    void               *buffer;     /* contiguous data, or NULL */
+    ucs_memory_type_t  mem_type;
+    ucp_proto_stat_t   proto;
+    uint32_t           rts_flags;   /* sender: what the RTS said */
+    unsigned           mode;        /* UCP_RNDV_RTR_* once chosen, else 0 */
+    uct_mem_h          ipc_memh;    /* our buffer's cuda_ipc registration */
+    /* pipeline */
+    size_t             next_offset; /* next byte to stage / send */
+    size_t             done_bytes;  /* acknowledged / received */
+    unsigned           inflight;    /* fragments out */
+    struct ucp_rndv_frag *stage;    /* host fragment (AM data) */
+    int                waiting;     /* on the worker's fragment waiters */
+    ucs_list_link_t    wait_link;
+} ucp_rndv_req_t;
+
+/** Everything a worker keeps for rendezvous. */
+typedef struct ucp_rndv_worker ucp_rndv_worker_t;
+
+/* ---- ucp_rndv.c: lanes, ids, control messages, life cycle --------------- */
+
+/** Open the cuda_ipc iface (when UCX_TLS selects it) and the state. */
+ucs_status_t ucp_rndv_worker_init(ucp_worker_h worker);
+/** Fail what is outstanding, wait for copies in flight, free everything. */
+void ucp_rndv_worker_cleanup(ucp_worker_h worker);
+/** Close the cuda_ipc iface (after the eps are gone). */
+void ucp_rndv_worker_close_iface(ucp_worker_h worker);
+/** Give @a ep an rma (cuda_ipc) ep when the peer is on this host and its
+ *  address has a reachable cuda_ipc entry. */
+void ucp_rndv_ep_init(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
+                      int same_host);
+void ucp_rndv_ep_cleanup(ucp_ep_h ep);
+/** Completions, fragment waiters and keepalive; from worker progress. */
+unsigned ucp_rndv_progress(ucp_worker_h worker);
+/** Fail the rendezvous requests exchanged with worker @a uuid. */
+void ucp_rndv_peer_failed(ucp_worker_h worker, uint64_t uuid,
+                          ucs_status_t status);
+
+/** Size from which a message of @a mem_type on @a ep takes rendezvous. */
+size_t ucp_rndv_thresh(ucp_ep_h ep, ucs_memory_type_t mem_type);
+
+ucp_rndv_req_t *ucp_rndv_req_new(ucp_request_t *req, int is_send,
+                                 uint64_t peer_uuid);
+ucp_rndv_req_t *ucp_rndv_req_find(ucp_worker_h worker, uint64_t id,
+                                  int is_send, const char *what);
+/** Complete the user's request and free the state (and its resources). */
+void ucp_rndv_req_complete(ucp_rndv_req_t *rreq, ucs_status_t status);
+
+/** Send a control message to worker @a uuid, in order behind what its ep
+ *  already queued. @a data (optional) follows @a hdr. */
+ucs_status_t ucp_rndv_ctrl_send(ucp_worker_h worker, uint64_t uuid, uint8_t id,
+                                const void *hdr, size_t hdr_len,
+                                const void *data, size_t data_len);
+/** The same on a given ep. */
+ucs_status_t ucp_rndv_ctrl_send_ep(ucp_ep_h ep, uint8_t id, const void *hdr,
+                                   size_t hdr_len, const void *data,
+                                   size_t data_len);
+
+/* ---- ucp_rndv_keys.c: cuda_ipc keys and caches of unpacked keys ---------- */
+
+/** Most keys a cache keeps (per peer: user buffers and fragment slabs);
+ *  the least recently used one is evicted. */
+#define UCP_RNDV_KEY_CACHE_ENTRIES 32
+
+typedef struct ucp_rndv_key_cache ucp_rndv_key_cache_t;
+
+typedef struct ucp_rndv_key_cache_stats {
+    uint64_t hits;
+    uint64_t misses;
+    uint64_t unpacks;    /**< uct_rkey_unpack calls */
+    uint64_t evictions;
+    unsigned entries;    /**< kept now */
+} ucp_rndv_key_cache_stats_t;
+
+/** Register @a buffer with the cuda_ipc md and pack its key into @a key
+ *  (ucp_rndv_key_size() bytes); *@a len_p is the length without trailing
+ *  zeros, what goes on the wire. UCS_ERR_UNSUPPORTED without cuda_ipc. */
+ucs_status_t ucp_rndv_key_pack(ucp_worker_h worker, void *buffer, size_t length,
+                               uct_mem_h *memh_p, void *key, uint32_t *len_p);
+void ucp_rndv_key_release(ucp_worker_h worker, uct_mem_h memh);
+size_t ucp_rndv_key_size(ucp_worker_h worker);
+/** @a len without the trailing zero bytes of @a key. */
+size_t ucp_rndv_key_trim(const void *key, size_t len);
+/** Whether a key we packed would import on a peer (cuda_ipc packs memory it
+ *  cannot export as "not exportable"); answered from the worker's cache of
+ *  its own keys, so asking again for the same buffer is a lookup. */
+int ucp_rndv_key_exportable(ucp_worker_h worker, const void *key, size_t key_len);
+
+/** A cache of keys unpacked with @a component, whose packed keys take at
+ *  most @a key_size bytes; NULL without component or memory. */
+ucp_rndv_key_cache_t *ucp_rndv_key_cache_create(uct_component_h component,
+                                                size_t key_size);
+/** Release every rkey and the cache (NULL is ignored). */
+void ucp_rndv_key_cache_destroy(ucp_rndv_key_cache_t *cache);
+/**
+ * The unpacked form of @a key (@a key_len bytes, trailing zeros may be
+ * cut): a hit when the same bytes were unpacked before, else unpacked now
+ * (zero-padded to key_size). Returns the unpack's answer (cached as well:
+ * UCS_ERR_UNREACHABLE for a key that does not import here);
+ * UCS_ERR_UNREACHABLE for an empty or oversized key. *@a rkey_p is valid
+ * until the next call on this cache.
+ */
+ucs_status_t ucp_rndv_key_cache_get(ucp_rndv_key_cache_t *cache, const void *key,
+                                    size_t key_len, uct_rkey_t *rkey_p);
+void ucp_rndv_key_cache_stats(const ucp_rndv_key_cache_t *cache,
+                              ucp_rndv_key_cache_stats_t *stats);
+/** The cache of @a ep's peer's keys (created on first use; NULL without
+ *  cuda_ipc or memory); freed with the ep. */
+ucp_rndv_key_cache_t *ucp_rndv_ep_keys(ucp_ep_h ep);
+
+/** One asynchronous copy (get, put, fragment staging); its completion is
+ *  handed to ucp_rndv_progress() through the worker's done list. */
+typedef struct ucp_rndv_op ucp_rndv_op_t;
+typedef void (*ucp_rndv_op_cb_t)(ucp_rndv_op_t *op);
+
+struct ucp_rndv_op {
+    uct_completion_t     comp;
+    ucs_list_link_t      list;
+    ucp_worker_h         worker;
+    ucp_rndv_op_cb_t     cb;      /* called from progress, state may be gone */
+    uint64_t             id;      /* local state */
+    uint64_t             remote_id;
+    uint64_t             peer_uuid;
+    size_t               offset;
+    size_t               length;
+    uint32_t             frag_index;
+    struct ucp_rndv_frag *frag;
+    ucs_list_link_t      free_link; /* on the worker's free list */
+};
+
+ucp_rndv_op_t *ucp_rndv_op_new(ucp_worker_h worker, uint64_t id,
+                               ucp_rndv_op_cb_t cb);
+/** Account for the op's start result: UCS_OK runs the callback from the
+ *  next progress, UCS_INPROGRESS waits for the transport, an error frees
+ *  the op and is returned. */
+ucs_status_t ucp_rndv_op_started(ucp_rndv_op_t *op, ucs_status_t status);
+/** Give the op back to the worker's free list. */
+void ucp_rndv_op_free(ucp_rndv_op_t *op);
+/** Look @a key up in @a ep's key cache and start a put (@a is_put) or get
+ *  of [buffer, +length) with remote_addr over its rma lane; as
+ *  ucp_rndv_op_started() (the op is freed on error). UCS_ERR_UNREACHABLE:
+ *  the key does not import here; UCS_ERR_IO_ERROR: the import failed. */
+ucs_status_t ucp_rndv_op_zcopy(ucp_rndv_op_t *op, ucp_ep_h ep, void *buffer,
+                               size_t length, uint64_t remote_addr,
+                               const void *key, size_t key_len, int is_put);
+
+/** Warn once per process that an import failed and staging took over. */
+void ucp_rndv_warn_import_failed(ucs_status_t status);
+
+/* ---- ucp_rndv_send.c ---------------------------------------------------- */
+
+/** Whether send request @a req (datatype initialised) of @a mem_type takes
+ *  rendezvous on @a ep: at the threshold, or with UCX_RNDV_THRESH=auto for
+ *  a contiguous device buffer of any size that the peer can read (the
+ *  packed key is kept for ucp_rndv_send_start of the same request). */
+int ucp_rndv_send_wanted(ucp_ep_h ep, const ucp_request_t *req,
+                         ucs_memory_type_t mem_type);
+/** Release a key ucp_rndv_send_wanted() kept and nobody took. */
+void ucp_rndv_send_key_drop(ucp_worker_h worker);
+/** Start the rendezvous of send request @a req (datatype initialised,
+ *  staging decided, tag set) on its ep. */
+ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
+                                 ucs_memory_type_t mem_type, int sync);
+/** Device pieces of the pipeline: aligned, and not smaller than this
+ *  unless the fragment is (UCX_RNDV_FRAG_SIZE). */
+#define UCP_RNDV_PIECE_ALIGN (64ul * 1024)
+#define UCP_RNDV_PIECE_MIN   (1ul << 20)
+/** Bytes a message of @a length puts in each device fragment of
+ *  @a frag_size bytes with @a depth fragments in flight. */
+size_t ucp_rndv_send_piece_size(size_t length, size_t frag_size, unsigned depth);
+/** Sender: resume a request that waited for a fragment. */
+void ucp_rndv_send_resume(ucp_rndv_req_t *rreq);
+/** Sender's handlers: RTR, ATS, FRAG_ACK. */
+ucs_status_t ucp_rndv_am_rtr(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t ucp_rndv_am_ats(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t ucp_rndv_am_frag_ack(void *arg, void *data, size_t length,
+                                  unsigned flags);
+
+/* ---- ucp_rndv_recv.c ---------------------------------------------------- */
+
+/** A matched receive for the RTS message @a rts (of @a len bytes). */
+void ucp_rndv_recv_start(ucp_request_t *req, const void *rts, size_t len);
+/** Receiver's handlers: ATP, FRAG, DATA (RTS is matched in ucp_tag_recv.c). */
+ucs_status_t ucp_rndv_am_atp(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t ucp_rndv_am_frag(void *arg, void *data, size_t length, unsigned flags);
+ucs_status_t ucp_rndv_am_data(void *arg, void *data, size_t length, unsigned flags);
+
+/* ---- ucp_rndv_frag.c: fragment pools ------------------------------------ */
+
+typedef struct ucp_rndv_frag {
+    ucs_list_link_t          list;     /* free list */
+    struct ucp_rndv_frag_slab *slab;
+    void                     *address;
+    size_t                   size;
+    uint32_t                 index;    /* in its pool */
+    ucs_memory_type_t        mem_type;
+    uint64_t                 owner;    /* request id using it, 0 when free */
+    size_t                   used;     /* bytes of the message it carries */
+} ucp_rndv_frag_t;
+
+/** A free fragment of @a mem_type (HOST: pinned host memory when cuda_copy
+ *  is there, CUDA: cuMemAlloc memory exportable by cuda_ipc), growing the
+ *  pool up to UCX_RNDV_FRAG_POOL_SIZE; NULL when it is dry or the memory
+ *  cannot be had. */
+ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_type,
+                                   uint64_t owner);
+/** Give a fragment back and wake a waiter. */
+void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag);
+/** The fragment @a index of the @a mem_type pool owned by @a owner, or NULL. */
+ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, ucs_memory_type_t mem_type,
+                                    uint32_t index, uint64_t owner);
+/** Packed cuda_ipc key of the slab of a CUDA fragment. */
+const void *ucp_rndv_frag_key(const ucp_rndv_frag_t *frag, size_t *len_p);
+/** Wait for a fragment: @a rreq's resume function runs when one is free. */
+void ucp_rndv_frag_wait(ucp_worker_h worker, ucp_rndv_req_t *rreq);
+void ucp_rndv_frag_unwait(ucp_worker_h worker, ucp_rndv_req_t *rreq);
+/** Resume waiters while fragments are free. */
+unsigned ucp_rndv_frag_progress(ucp_worker_h worker);
+/** Whether fragments of @a mem_type can exist on this worker at all. */
+int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type);
+void ucp_rndv_frag_cleanup(ucp_worker_h worker);
+/** Fragments handed out (tests, diagnostics). */
+unsigned ucp_rndv_frag_in_use(ucp_worker_h worker);
+
+END_C_DECLS
+
+#endif

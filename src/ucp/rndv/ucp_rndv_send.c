@@ -1,0 +1,559 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+/*
+ * Rendezvous, sender side: RTS, then whatever the receiver's reply asks for
+ * -- nothing (it reads our buffer and sends ATS), a put into its buffer
+ * (RTR put, then ATP), device fragments (RTR pipe_cuda: copy, FRAG, wait for
+ * FRAG_ACK) or active messages (RTR pipe_am: RNDV_DATA, then ATS).
+ * The user's request completes only when the receiver has the data, so a
+ * sync send needs nothing more.
+ */
+
+#include <ucp/rndv/ucp_rndv_int.h>
+
+#include <string.h>
+
+static void ucp_rndv_send_am_start(ucp_rndv_req_t *rreq);
+
+static int ucp_rndv_send_is_contig(const ucp_request_t *req)
+{
+    return ((req->dt.datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
+           (req->dt.generic == NULL);
+}
+
+/* Whether this worker can stage into device fragments for @a ep. */
+static int ucp_rndv_send_can_frag(ucp_rndv_req_t *rreq, ucp_ep_h ep)
+{
+    return (rreq->buffer != NULL) && (ep != NULL) && (ep->rma_ep != NULL) &&
+           ucp_rndv_frag_supported(rreq->worker, UCS_MEMORY_TYPE_CUDA);
+}
+
+/* The key of a contiguous device buffer and whether it exports, in the
+ * worker's scratch: the threshold asks first (ucp_rndv_send_wanted), then
+ * ucp_rndv_send_start takes the registration for the same buffer in the
+ * same call, so the key is packed once per message. */
+static ucp_rndv_tx_key_t *ucp_rndv_send_key(ucp_worker_h worker, void *buffer,
+                                           size_t length)
+{
+    ucp_rndv_tx_key_t *tx = &worker->rndv->tx_key;
+
+    if (tx->memh != NULL) {
+        if ((tx->buffer == buffer) && (tx->length == length)) {
+            return tx;
+        }
+        ucp_rndv_send_key_drop(worker);
+    }
+    if ((tx->bytes == NULL) ||
+        (ucp_rndv_key_pack(worker, buffer, length, &tx->memh, tx->bytes,
+                           &tx->len) != UCS_OK)) {
+        return NULL;
+    }
+    tx->buffer     = buffer;
+    tx->length     = length;
+    tx->exportable = ucp_rndv_key_exportable(worker, tx->bytes, tx->len);
+    return tx;
+}
+
+void ucp_rndv_send_key_drop(ucp_worker_h worker)
+{
+    ucp_rndv_tx_key_t *tx = &worker->rndv->tx_key;
+
+    if (tx->memh != NULL) {
+        ucp_rndv_key_release(worker, tx->memh);
+        tx->memh = NULL;
+    }
+}
+
+int ucp_rndv_send_wanted(ucp_ep_h ep, const ucp_request_t *req,
+                         ucs_memory_type_t mem_type)
+{
+    ucp_worker_h worker = ep->worker;
+    ucp_rndv_tx_key_t *tx;
+
+    if (req->dt.length >= ucp_rndv_thresh(ep, mem_type)) {
+        return 1;
+    }
+    /* Auto: device memory the peer can read in place beats the staged
+     * eager copy at every size (get ~12-15 us, bounce ~19 us across GPUs). */
+    if ((worker->context->rndv.thresh != UCS_MEMUNITS_AUTO) ||
+        (mem_type != UCS_MEMORY_TYPE_CUDA) || (req->dt.length == 0) ||
+        (ep->rma_ep == NULL) || !ucp_rndv_send_is_contig(req)) {
+        return 0;
+    }
+    tx = ucp_rndv_send_key(worker, req->dt.buffer, req->dt.length);
+    if ((tx != NULL) && tx->exportable) {
+        return 1;
+    }
+    ucp_rndv_send_key_drop(worker);
+    return 0;
+}
+
+ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
+                                 ucs_memory_type_t mem_type, int sync)
+{
+    ucp_worker_h worker = req->worker;
+    const void *key     = NULL;
+    ucp_rndv_tx_key_t *tx;
+    ucp_rndv_req_t *rreq;
+    ucp_rndv_rts_t rts;
+    ucs_status_t status;
+
+    status = ucp_tag_send_wireup(ep);
+    if (status != UCS_OK) {
+        ucp_rndv_send_key_drop(worker);
+        return status;
+    }
+    rreq = ucp_rndv_req_new(req, 1, ep->remote_uuid);
+    if (rreq == NULL) {
+        ucp_rndv_send_key_drop(worker);
+        return UCS_ERR_NO_MEMORY;
+    }
+    rreq->length     = req->dt.length;
+    rreq->msg_length = req->dt.length;
+    rreq->mem_type   = mem_type;
+    rreq->proto      = UCP_PROTO_STAT_LAST;
+    if (ucp_rndv_send_is_contig(req)) {
+        rreq->buffer = req->dt.buffer;
+    }
+
+    memset(&rts, 0, sizeof(rts));
+    rts.tag      = req->u.send.tag;
+    rts.uuid     = worker->uuid;
+    rts.sreq_id  = rreq->id;
+    rts.length   = rreq->length;
+    rts.address  = (uintptr_t)rreq->buffer;
+    rts.mem_type = mem_type;
+    rts.flags    = sync ? UCP_RNDV_RTS_FLAG_SYNC : 0;
+    if ((rreq->buffer != NULL) && (ep->rma_ep != NULL)) {
+        rts.flags |= UCP_RNDV_RTS_FLAG_CAN_PUT;
+        /* Host memory has no cuda_ipc export, and a key that does not
+         * export would only make the receiver try in vain. */
+        tx = (mem_type == UCS_MEMORY_TYPE_HOST) ? NULL :
+             ucp_rndv_send_key(worker, rreq->buffer, rreq->length);
+        if ((tx != NULL) && tx->exportable &&
+            (sizeof(rts) + tx->len <= ep->max_bcopy)) {
+            rreq->ipc_memh = tx->memh;
+            tx->memh       = NULL;
+            key            = tx->bytes;
+            rts.flags     |= UCP_RNDV_RTS_FLAG_KEY;
+            rts.key_len    = tx->len;
+        }
+    }
+    ucp_rndv_send_key_drop(worker);
+    if (ucp_rndv_send_can_frag(rreq, ep)) {
+        rts.flags |= UCP_RNDV_RTS_FLAG_CAN_FRAG;
+    }
+    rreq->rts_flags = rts.flags;
+    ucs_debug("ucp: rendezvous send 0x%llx: %zu bytes of %s memory, tag 0x%llx, "
+              "flags 0x%x", (unsigned long long)rreq->id, rreq->length,
+              ucs_memory_type_names[mem_type], (unsigned long long)rts.tag,
+              rts.flags);
+    status = ucp_rndv_ctrl_send_ep(ep, UCP_AM_ID_RNDV_RTS, &rts, sizeof(rts),
+                                   key, rts.key_len);
+    if (status != UCS_OK) {
+        ucp_rndv_req_complete(rreq, status);
+    }
+    return UCS_OK;
+}
+
+/* Tell the receiver that no (more) data comes, so that it does not wait. */
+static void ucp_rndv_send_abort(ucp_rndv_req_t *rreq, ucs_status_t status)
+{
+    ucp_rndv_atp_t atp;
+
+    if (rreq->remote_id != 0) {
+        atp.rreq_id  = rreq->remote_id;
+        atp.status   = status;
+        atp.reserved = 0;
+        (void)ucp_rndv_ctrl_send(rreq->worker, rreq->peer_uuid, UCP_AM_ID_RNDV_ATP,
+                                 &atp, sizeof(atp), NULL, 0);
+    }
+    ucp_rndv_req_complete(rreq, status);
+}
+
+/* ---- put ------------------------------------------------------------------ */
+
+static void ucp_rndv_send_put_done(ucp_rndv_op_t *op)
+{
+    ucp_rndv_req_t *rreq = ucp_rndv_req_find(op->worker, op->id, 1, "put");
+    ucs_status_t status  = op->comp.status;
+    ucp_rndv_atp_t atp;
+
+    ucp_rndv_op_free(op);
+    if (rreq == NULL) {
+        return;
+    }
+    if (status != UCS_OK) {
+        ucp_rndv_send_abort(rreq, status);
+        return;
+    }
+    atp.rreq_id  = rreq->remote_id;
+    atp.status   = UCS_OK;
+    atp.reserved = 0;
+    status = ucp_rndv_ctrl_send(rreq->worker, rreq->peer_uuid, UCP_AM_ID_RNDV_ATP,
+                                &atp, sizeof(atp), NULL, 0);
+    ucp_rndv_req_complete(rreq, status);
+}
+
+static ucs_status_t ucp_rndv_send_put(ucp_rndv_req_t *rreq,
+                                      const ucp_rndv_rtr_t *rtr, const void *key)
+{
+    ucp_ep_h ep = ucp_worker_find_ep(rreq->worker, rreq->peer_uuid);
+    ucp_rndv_op_t *op;
+
+    if ((ep == NULL) || (ep->rma_ep == NULL) || (rreq->buffer == NULL)) {
+        return UCS_ERR_UNREACHABLE;
+    }
+    op = ucp_rndv_op_new(rreq->worker, rreq->id, ucp_rndv_send_put_done);
+    if (op == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rreq->proto = UCP_PROTO_STAT_RNDV_PUT;
+    return ucp_rndv_op_zcopy(op, ep, rreq->buffer, rreq->length,
+                             rtr->address, key, rtr->key_len, 1);
+}
+
+/* ---- pipeline through device fragments ------------------------------------ */
+
+static void ucp_rndv_send_frag_copied(ucp_rndv_op_t *op)
+{
+    ucp_worker_h worker   = op->worker;
+    ucp_rndv_req_t *rreq  = ucp_rndv_req_find(worker, op->id, 1, "fragment copy");
+    ucp_rndv_frag_t *frag = op->frag;
+    ucs_status_t status   = op->comp.status;
+    size_t offset         = op->offset;
+    ucp_rndv_frag_msg_t msg;
+    const void *key;
+    size_t key_len;
+
+    ucp_rndv_op_free(op);
+    if (rreq == NULL) {
+        ucp_rndv_frag_put(worker, frag);
+        return;
+    }
+    if (status == UCS_OK) {
+        key            = ucp_rndv_frag_key(frag, &key_len);
+        msg.rreq_id    = rreq->remote_id;
+        msg.sreq_id    = rreq->id;
+        msg.offset     = offset;
+        msg.length     = frag->used;
+        msg.address    = (uintptr_t)frag->address;
+        msg.frag_index = frag->index;
+        msg.key_len    = (uint32_t)key_len;
+        status = ucp_rndv_ctrl_send(rreq->worker, rreq->peer_uuid,
+                                    UCP_AM_ID_RNDV_FRAG, &msg, sizeof(msg), key,
+                                    key_len);
+    }
+    if (status != UCS_OK) {
+        ucp_rndv_frag_put(rreq->worker, frag);
+        ucp_rndv_send_abort(rreq, status);
+    }
+}
+
+/* Bytes of the message per fragment: a message that fills depth
+ * fragments uses them whole; a smaller one is cut into depth pieces (at
+ * least UCP_RNDV_PIECE_MIN, 64 KiB-aligned) so that its copies still
+ * overlap the receiver's reads, without many small copies, which cost as
+ * much to issue as large ones and make a GPU shared by both processes
+ * switch between them. */
+size_t ucp_rndv_send_piece_size(size_t length, size_t frag_size, unsigned depth)
+{
+    size_t piece = (length + depth - 1) / depth;
+
+    piece = (piece + UCP_RNDV_PIECE_ALIGN - 1) & ~(UCP_RNDV_PIECE_ALIGN - 1);
+    if (piece < UCP_RNDV_PIECE_MIN) {
+        piece = UCP_RNDV_PIECE_MIN;
+    }
+    return (piece < frag_size) ? piece : frag_size;
+}
+
+/* Keep up to UCX_RNDV_PIPELINE_DEPTH fragments of the message in flight. */
+static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
+{
+    ucp_worker_h worker = rreq->worker;
+    ucp_rndv_frag_t *frag;
+    ucp_rndv_op_t *op;
+    ucs_status_t status;
+    size_t len, piece;
+
+    while ((rreq->inflight < worker->context->rndv.depth) &&
+           (rreq->next_offset < rreq->length)) {
+        frag = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_CUDA, rreq->id);
+        if (frag == NULL) {
+            if ((rreq->inflight == 0) && (rreq->next_offset == 0) &&
+                !ucp_rndv_frag_supported(worker, UCS_MEMORY_TYPE_CUDA)) {
+                ucs_debug("ucp: rendezvous 0x%llx: no device fragments, data "
+                          "as active messages", (unsigned long long)rreq->id);
+                rreq->proto = UCP_PROTO_STAT_LAST;
+                ucp_rndv_send_am_start(rreq);
+            } else if (rreq->inflight == 0) {
+                ucp_rndv_frag_wait(worker, rreq);
+            }
+            return;
+        }
+        op = ucp_rndv_op_new(worker, rreq->id, ucp_rndv_send_frag_copied);
+        if (op == NULL) {
+            ucp_rndv_frag_put(worker, frag);
+            ucp_rndv_send_abort(rreq, UCS_ERR_NO_MEMORY);
+            return;
+        }
+        piece      = ucp_rndv_send_piece_size(rreq->length, frag->size,
+                                              worker->context->rndv.depth);
+        len        = rreq->length - rreq->next_offset;
+        len        = (len < piece) ? len : piece;
+        frag->used = len;
+        op->frag   = frag;
+        op->offset = rreq->next_offset;
+        status = ucp_memtype_copy_start(worker, frag->address,
+                                        (char*)rreq->buffer + rreq->next_offset,
+                                        len, &op->comp);
+        status = ucp_rndv_op_started(op, status);
+        if (status != UCS_OK) {
+            ucp_rndv_frag_put(worker, frag);
+            ucp_rndv_send_abort(rreq, status);
+            return;
+        }
+        rreq->next_offset += len;
+        ++rreq->inflight;
+    }
+}
+
+ucs_status_t ucp_rndv_am_frag_ack(void *arg, void *data, size_t length,
+                                  unsigned flags)
+{
+    ucp_worker_h worker = ((ucp_worker_iface_t*)arg)->worker;
+    ucp_rndv_frag_ack_t ack;
+    ucp_rndv_frag_t *frag;
+    ucp_rndv_req_t *rreq;
+
+    (void)flags;
+    if (length < sizeof(ack)) {
+        return UCS_OK;
+    }
+    memcpy(&ack, data, sizeof(ack));
+    rreq = ucp_rndv_req_find(worker, ack.sreq_id, 1, "FRAG_ACK");
+    if (rreq == NULL) {
+        return UCS_OK;
+    }
+    frag = ucp_rndv_frag_find(worker, UCS_MEMORY_TYPE_CUDA, ack.frag_index,
+                              rreq->id);
+    if (frag == NULL) {
+        ucs_error("ucp: FRAG_ACK for fragment %u not held by request 0x%llx",
+                  ack.frag_index, (unsigned long long)rreq->id);
+        return UCS_OK;
+    }
+    rreq->done_bytes += frag->used;
+    --rreq->inflight;
+    ucp_rndv_frag_put(worker, frag);
+    if (ack.status != UCS_OK) {
+        ucp_rndv_req_complete(rreq, (ucs_status_t)ack.status);
+    } else if (rreq->done_bytes == rreq->length) {
+        ucp_rndv_req_complete(rreq, UCS_OK);
+    } else {
+        ucp_rndv_send_frag_fill(rreq);
+    }
+    return UCS_OK;
+}
+
+/* ---- data as active messages ---------------------------------------------- */
+
+typedef struct {
+    ucp_rndv_req_t *rreq;
+    size_t         length;
+} ucp_rndv_data_ctx_t;
+
+static size_t ucp_rndv_data_pack(void *dest, void *arg)
+{
+    ucp_rndv_data_ctx_t *ctx = arg;
+    ucp_rndv_req_t *rreq     = ctx->rreq;
+    ucp_rndv_data_hdr_t hdr;
+    char *p                  = (char*)dest + sizeof(hdr);
+
+    hdr.rreq_id = rreq->remote_id;
+    hdr.offset  = rreq->next_offset;
+    memcpy(dest, &hdr, sizeof(hdr));
+    if (rreq->stage != NULL) {
+        memcpy(p, (char*)rreq->stage->address + rreq->done_bytes, ctx->length);
+    } else {
+        ucp_dt_pack(&rreq->req->dt, rreq->next_offset, p, ctx->length);
+    }
+    return sizeof(hdr) + ctx->length;
+}
+
+/* Device data: copy the next host fragment's worth (synchronously: the AM
+ * segments that follow read it). done_bytes is the position inside it. */
+static ucs_status_t ucp_rndv_data_stage(ucp_rndv_req_t *rreq)
+{
+    size_t len = rreq->length - rreq->next_offset;
+
+    len = (len < rreq->stage->size) ? len : rreq->stage->size;
+    rreq->stage->used = len;
+    rreq->done_bytes  = 0;
+    return ucp_memtype_copy(rreq->worker, rreq->stage->address,
+                            (char*)rreq->buffer + rreq->next_offset, len);
+}
+
+static ucs_status_t ucp_rndv_data_progress(ucp_request_t *ireq)
+{
+    ucp_rndv_req_t *rreq = ucp_rndv_req_find(ireq->worker, ireq->u.ctrl.ack_id,
+                                             1, "data");
+    ucp_rndv_data_ctx_t ctx;
+    ucs_status_t status;
+    ssize_t ret;
+    size_t max;
+
+    if (rreq == NULL) {
+        ucp_request_complete(ireq, UCS_OK);
+        return UCS_OK;
+    }
+    max = ireq->ep->max_bcopy - sizeof(ucp_rndv_data_hdr_t);
+    while (rreq->next_offset < rreq->length) {
+        if ((rreq->stage != NULL) && (rreq->done_bytes == rreq->stage->used)) {
+            status = ucp_rndv_data_stage(rreq);
+            if (status != UCS_OK) {
+                ucp_request_complete(ireq, UCS_OK);
+                ucp_rndv_send_abort(rreq, status);
+                return UCS_OK;
+            }
+        }
+        ctx.rreq   = rreq;
+        ctx.length = rreq->length - rreq->next_offset;
+        if (rreq->stage != NULL) {
+            ctx.length = rreq->stage->used - rreq->done_bytes;
+        }
+        ctx.length = (ctx.length < max) ? ctx.length : max;
+        ret = uct_ep_am_bcopy(ireq->ep->uct_ep, UCP_AM_ID_RNDV_DATA,
+                              ucp_rndv_data_pack, &ctx, 0);
+        if (ret < 0) {
+            return (ucs_status_t)ret;
+        }
+        rreq->next_offset += ctx.length;
+        rreq->done_bytes  += ctx.length;
+    }
+    /* All sent; the receiver's ATS completes the request. */
+    if (rreq->stage != NULL) {
+        ucp_rndv_frag_put(rreq->worker, rreq->stage);
+        rreq->stage = NULL;
+    }
+    ucp_request_complete(ireq, UCS_OK);
+    return UCS_OK;
+}
+
+static void ucp_rndv_send_am_start(ucp_rndv_req_t *rreq)
+{
+    ucp_ep_h ep = ucp_worker_find_ep(rreq->worker, rreq->peer_uuid);
+    ucp_request_t *ireq;
+
+    rreq->mode = UCP_RNDV_RTR_PIPE_AM;
+    if (ep == NULL) {
+        ucp_rndv_req_complete(rreq, UCS_ERR_UNREACHABLE);
+        return;
+    }
+    if ((rreq->mem_type != UCS_MEMORY_TYPE_HOST) && (rreq->stage == NULL)) {
+        rreq->stage = ucp_rndv_frag_get(rreq->worker, UCS_MEMORY_TYPE_HOST,
+                                        rreq->id);
+        if (rreq->stage == NULL) {
+            ucp_rndv_frag_wait(rreq->worker, rreq);
+            return;
+        }
+        /* Forces a copy before the first segment. */
+        rreq->stage->used = 0;
+        rreq->done_bytes  = 0;
+        rreq->proto       = UCP_PROTO_STAT_RNDV_PIPE_HOST;
+    }
+    ireq = ucp_request_get(rreq->worker, NULL);
+    if (ireq == NULL) {
+        ucp_rndv_send_abort(rreq, UCS_ERR_NO_MEMORY);
+        return;
+    }
+    ireq->flags         |= UCP_REQ_FLAG_INTERNAL;
+    ireq->u.ctrl.ack_id  = rreq->id;
+    ireq->progress       = ucp_rndv_data_progress;
+    ucp_ep_push(ep, ireq);
+}
+
+void ucp_rndv_send_resume(ucp_rndv_req_t *rreq)
+{
+    if (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) {
+        ucp_rndv_send_frag_fill(rreq);
+    } else {
+        ucp_rndv_send_am_start(rreq);
+    }
+}
+
+/* ---- replies -------------------------------------------------------------- */
+
+ucs_status_t ucp_rndv_am_rtr(void *arg, void *data, size_t length, unsigned flags)
+{
+    ucp_worker_h worker = ((ucp_worker_iface_t*)arg)->worker;
+    ucp_rndv_req_t *rreq;
+    ucp_rndv_rtr_t rtr;
+    ucs_status_t status;
+    ucp_ep_h ep;
+
+    (void)flags;
+    if (length < sizeof(rtr)) {
+        return UCS_OK;
+    }
+    memcpy(&rtr, data, sizeof(rtr));
+    if (sizeof(rtr) + rtr.key_len > length) {
+        ucs_error("ucp: RTR with a %u-byte key in a %zu-byte message dropped",
+                  rtr.key_len, length);
+        return UCS_OK;
+    }
+    rreq = ucp_rndv_req_find(worker, rtr.sreq_id, 1, "RTR");
+    if ((rreq == NULL) || (rreq->mode != 0)) {
+        return UCS_OK;
+    }
+    rreq->remote_id = rtr.rreq_id;
+    if (rtr.length < rreq->length) {
+        rreq->length = rtr.length;
+    }
+    if (rtr.mode == UCP_RNDV_RTR_PUT) {
+        rreq->mode = UCP_RNDV_RTR_PUT;
+        status = ucp_rndv_send_put(rreq, &rtr, (const char*)data + sizeof(rtr));
+        if (status == UCS_OK) {
+            return UCS_OK;
+        }
+        ucp_rndv_warn_import_failed(status);
+        /* The receiver handles data messages in any mode. */
+    } else if (rtr.mode == UCP_RNDV_RTR_PIPE_CUDA) {
+        ep = ucp_worker_find_ep(worker, rreq->peer_uuid);
+        if (ucp_rndv_send_can_frag(rreq, ep)) {
+            rreq->mode  = UCP_RNDV_RTR_PIPE_CUDA;
+            rreq->proto = UCP_PROTO_STAT_RNDV_PIPE_CUDA;
+            ucp_rndv_send_frag_fill(rreq);
+            return UCS_OK;
+        }
+        ucs_debug("ucp: rendezvous 0x%llx: no device fragments here, data as "
+                  "active messages", (unsigned long long)rreq->id);
+    }
+    ucp_rndv_send_am_start(rreq);
+    return UCS_OK;
+}
+
+ucs_status_t ucp_rndv_am_ats(void *arg, void *data, size_t length, unsigned flags)
+{
+    ucp_worker_h worker = ((ucp_worker_iface_t*)arg)->worker;
+    ucp_rndv_req_t *rreq;
+    ucp_rndv_ats_t ats;
+
+    (void)flags;
+    if (length < sizeof(ats)) {
+        return UCS_OK;
+    }
+    memcpy(&ats, data, sizeof(ats));
+    rreq = ucp_rndv_req_find(worker, ats.sreq_id, 1, "ATS");
+    if (rreq == NULL) {
+        return UCS_OK;
+    }
+    if ((rreq->proto == UCP_PROTO_STAT_LAST) && (ats.proto < UCP_PROTO_STAT_LAST)) {
+        rreq->proto = (ucp_proto_stat_t)ats.proto;
+    }
+    /* A truncated receive is the receiver's error, not ours. */
+    ucp_rndv_req_complete(rreq, (ats.status == UCS_ERR_MESSAGE_TRUNCATED) ?
+                                UCS_OK : (ucs_status_t)ats.status);
+    return UCS_OK;
+}

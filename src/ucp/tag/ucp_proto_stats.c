@@ -1,0 +1,66 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+/* Per-worker protocol counters (ucp_proto_stats.h): bumped where each side
+ * learns the protocol of a message, read by our tools. */
+
+#include <ucp/core/ucp_int.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *ucp_proto_stat_names[] = {
+    [UCP_PROTO_STAT_EAGER_SHORT]    = "eager_short",
+    [UCP_PROTO_STAT_EAGER_BCOPY]    = "eager_bcopy",
+    [UCP_PROTO_STAT_EAGER_MULTI]    = "eager_multi",
+    [UCP_PROTO_STAT_EAGER_STAGED]   = "eager_staged",
+    [UCP_PROTO_STAT_RNDV_GET]       = "rndv_get",
+    [UCP_PROTO_STAT_RNDV_PUT]       = "rndv_put",
+    [UCP_PROTO_STAT_RNDV_PIPE_CUDA] = "rndv_pipe_cuda",
+    [UCP_PROTO_STAT_RNDV_PIPE_HOST] = "rndv_pipe_host",
+    [UCP_PROTO_STAT_RNDV_AM]        = "rndv_am",
+};
+
+const char *ucp_proto_stat_name(ucp_proto_stat_t proto)
+{
+    return ((unsigned)proto < UCP_PROTO_STAT_LAST) ? ucp_proto_stat_names[proto] :
+                                                     "unknown";
+}
+
+const char *ucp_proto_stat_transport(ucp_ep_h ep, ucp_proto_stat_t proto)
+{
+    static __thread char buf[64];
+    const char *am_tl = ep->worker->context->rscs[ep->wiface->rsc_index].desc.tl_name;
+    int staged        = (ep->worker->mt_ep != NULL);
+
+    switch (proto) {
+    case UCP_PROTO_STAT_EAGER_SHORT:
+    case UCP_PROTO_STAT_EAGER_BCOPY:
+    case UCP_PROTO_STAT_EAGER_MULTI:
+    case UCP_PROTO_STAT_RNDV_AM:
+        return am_tl;
+    case UCP_PROTO_STAT_EAGER_STAGED:
+    case UCP_PROTO_STAT_RNDV_PIPE_HOST:
+        if (!staged) {
+            return "-";
+        }
+        snprintf(buf, sizeof(buf), "cuda_copy+%s", am_tl);
+        return buf;
+    case UCP_PROTO_STAT_RNDV_GET:
+    case UCP_PROTO_STAT_RNDV_PUT:
+        return (ep->rma_ep != NULL) ? "cuda_ipc" : "-";
+    case UCP_PROTO_STAT_RNDV_PIPE_CUDA:
+        return ((ep->rma_ep != NULL) && staged) ? "cuda_copy+cuda_ipc" : "-";
+    default:
+        return "-";
+    }
+}
+
+void ucp_worker_proto_stats(ucp_worker_h worker,
+                            uint64_t counts[UCP_PROTO_STAT_LAST])
+{
+    ucp_worker_lock(worker);
+    memcpy(counts, worker->proto_stats, sizeof(worker->proto_stats));
+    ucp_worker_unlock(worker);
+}

@@ -1,0 +1,431 @@
+/**
+ * @file test_ucp_cuda_rndv.cc
+ * Issue 8: rendezvous of tag messages between two processes for every pair
+ * of {host, legacy, async default pool, pool-fd, pool-none, vmm-fd,
+ * vmm-none, vmm multi-chunk} buffers, sizes around the threshold and the
+ * fragment size (64K here), an unaligned offset, data checked byte by byte
+ * with guards; the protocol the receiver took is checked against what the
+ * exportability of the pair allows. Also each UCX_RNDV_SCHEME, host
+ * fragments, a pool of one fragment under concurrent messages, sync send,
+ * truncation and cancel. On the model with CUDASIM_ASYNC=1, so completions
+ * really arrive later; the same binary runs on the real driver.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "cuda/cuda_test.h"
+#include "cuda/ucp_cuda_peer.h"
+
+#include <ucp/api/ucp.h>
+#include <ucp/core/ucp_proto_stats.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using cuda_test::allocation;
+using cuda_test::mem_kind;
+using ucx_test::oob_channel;
+
+namespace {
+
+const size_t k_frag   = 64 * 1024;
+const size_t k_alloc  = 4 * 1024 * 1024; /* VMM kinds need 2 MiB multiples */
+const size_t k_offset = 3;                /* unaligned */
+const size_t k_guard  = 64;
+const size_t k_sizes[] = {8 * 1024 - 1, k_frag - 1, k_frag, k_frag + 1,
+                          5 * k_frag + 3};
+
+/* "host" is not a driver allocation: a plain vector. */
+struct kind_t {
+    bool     host;
+    mem_kind kind;
+};
+
+const kind_t k_kinds[] = {
+    {true, mem_kind::legacy},
+    {false, mem_kind::legacy},
+    {false, mem_kind::async_default_pool},
+    {false, mem_kind::pool_posix_fd},
+    {false, mem_kind::pool_no_handle},
+    {false, mem_kind::vmm_posix_fd},
+    {false, mem_kind::vmm_no_handle},
+    {false, mem_kind::vmm_two_chunks},
+};
+
+const char *name_of(const kind_t &k)
+{
+    return k.host ? "host" : cuda_test::kind_name(k.kind);
+}
+
+bool exportable(const kind_t &k)
+{
+    return !k.host && ((k.kind == mem_kind::legacy) ||
+                       (k.kind == mem_kind::pool_posix_fd) ||
+                       (k.kind == mem_kind::vmm_posix_fd) ||
+                       (k.kind == mem_kind::vmm_two_chunks));
+}
+
+unsigned char pattern(size_t i, unsigned seed)
+{
+    return (unsigned char)((i * 131u) ^ (i >> 9) ^ (seed * 17u));
+}
+
+/* Settings of both processes: set before CUDA or UCX read them. */
+void set_env(const std::vector<std::pair<std::string, std::string>> &extra)
+{
+    setenv("CUDASIM_ASYNC", "1", 1);
+    setenv("CUDASIM_ASYNC_DELAY_US", "100", 1);
+    setenv("UCX_RNDV_THRESH", "8K", 1);
+    setenv("UCX_RNDV_FRAG_SIZE", "host:64K,cuda:64K", 1);
+    for (const auto &kv : extra) {
+        setenv(kv.first.c_str(), kv.second.c_str(), 1);
+    }
+}
+
+/* A buffer of one kind and its host mirror. */
+struct buffer {
+    void init(const kind_t &k)
+    {
+        kind = k;
+        host.assign(k_alloc, 0);
+        if (!k.host) {
+            ASSERT_CU(dev.allocate(k.kind, k_alloc));
+        }
+    }
+
+    char *ptr() { return kind.host ? host.data() : (char*)(uintptr_t)dev.ptr; }
+
+    /* Blocking copy from pageable memory, no synchronize: the data must be
+     * what a send issued right after reads (the stale-data scenario). */
+    void upload() {
+        if (!kind.host) {
+            ASSERT_CU(cuMemcpyHtoD(dev.ptr, host.data(), k_alloc));
+        }
+    }
+
+    void download() {
+        if (!kind.host) {
+            ASSERT_CU(cuMemcpyDtoH(host.data(), dev.ptr, k_alloc));
+        }
+    }
+
+    kind_t             kind;
+    allocation         dev;
+    std::vector<char>  host;
+};
+
+class peer : public cuda_test::ucp_peer {
+public:
+    ucs_status_ptr_t send(void *buf, size_t len, ucp_tag_t tag, bool sync = false)
+    {
+        ucp_request_param_t param;
+        memset(&param, 0, sizeof(param));
+        return sync ? ucp_tag_send_sync_nbx(m_ep, buf, len, tag, &param) :
+                      ucp_tag_send_nbx(m_ep, buf, len, tag, &param);
+    }
+
+    ucs_status_ptr_t recv(void *buf, size_t len, ucp_tag_t tag)
+    {
+        ucp_request_param_t param;
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        return ucp_tag_recv_nbx(m_worker, buf, len, tag, ~0ull, &param);
+    }
+
+    uint64_t count(ucp_proto_stat_t proto)
+    {
+        uint64_t counts[UCP_PROTO_STAT_LAST];
+        ucp_worker_proto_stats(m_worker, counts);
+        return counts[proto];
+    }
+};
+
+/* Check [0, offset) and the guard untouched, the message intact. */
+void check_received(buffer &b, size_t size, unsigned seed, const std::string &what)
+{
+    b.download();
+    for (size_t i = 0; i < k_offset + size + k_guard; ++i) {
+        unsigned char want = ((i < k_offset) || (i >= k_offset + size)) ?
+                             0xee : pattern(i - k_offset, seed);
+        if ((unsigned char)b.host[i] != want) {
+            ADD_FAILURE() << what << ": byte " << i << " is 0x" << std::hex
+                          << (unsigned)(unsigned char)b.host[i] << ", want 0x"
+                          << (unsigned)want;
+            return;
+        }
+    }
+}
+
+/* Send every size from @a skind to @a rkind; the receiver checks the data
+ * and that each message of @a rndv_from bytes or more took @a want (LAST:
+ * do not check). */
+void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
+               const std::vector<std::pair<std::string, std::string>> &env,
+               const std::vector<size_t> &sizes, unsigned concurrent = 1,
+               size_t rndv_from = 8 * 1024)
+{
+    auto receiver = [&](oob_channel &oob) {
+        set_env(env);
+        cuda_test::init_device(0);
+        std::vector<buffer> bufs(concurrent);
+        for (auto &b : bufs) {
+            b.init(rkind);
+        }
+        peer p;
+        p.init(oob);
+        unsigned seed = 0, rndv = 0;
+        for (size_t size : sizes) {
+            std::vector<ucs_status_ptr_t> reqs;
+            for (auto &b : bufs) {
+                memset(b.host.data(), 0xee, k_alloc);
+                b.upload();
+                if (!rkind.host) {
+                    ASSERT_CU(cuCtxSynchronize());
+                }
+                reqs.push_back(p.recv(b.ptr() + k_offset, size, ++seed));
+            }
+            for (unsigned i = 0; i < concurrent; ++i) {
+                ucp_tag_recv_info_t info;
+                ASSERT_EQ(UCS_OK, p.wait(reqs[i], &info)) << size;
+                EXPECT_EQ(size, info.length);
+                check_received(bufs[i], size, seed - concurrent + 1 + i,
+                               std::string(name_of(skind)) + " -> " +
+                               name_of(rkind) + ", " + std::to_string(size));
+                rndv += (size >= rndv_from);
+            }
+            ASSERT_TRUE(oob.barrier());
+        }
+        if (want != UCP_PROTO_STAT_LAST) {
+            EXPECT_EQ(rndv, p.count(want)) << name_of(skind) << " -> "
+                                           << name_of(rkind) << " took "
+                                           << "another protocol";
+        }
+        p.cleanup(oob);
+    };
+    auto sender = [&](oob_channel &oob) {
+        set_env(env);
+        cuda_test::init_device(0);
+        std::vector<buffer> bufs(concurrent);
+        for (auto &b : bufs) {
+            b.init(skind);
+        }
+        peer p;
+        p.init(oob);
+        unsigned seed = 0;
+        for (size_t size : sizes) {
+            std::vector<ucs_status_ptr_t> reqs;
+            for (auto &b : bufs) {
+                ++seed;
+                for (size_t i = 0; i < k_alloc; ++i) {
+                    b.host[i] = (i >= k_offset) ? pattern(i - k_offset, seed) : 0;
+                }
+                b.upload(); /* and send at once */
+                reqs.push_back(p.send(b.ptr() + k_offset, size, seed));
+            }
+            for (auto r : reqs) {
+                ASSERT_EQ(UCS_OK, p.wait(r)) << size;
+            }
+            ASSERT_TRUE(oob.barrier());
+        }
+        p.cleanup(oob);
+    };
+    cuda_test::cuda_two_processes(receiver, sender, 120.0);
+}
+
+ucp_proto_stat_t expected_proto(const kind_t &s, const kind_t &r)
+{
+    if (s.host && r.host) {
+        return UCP_PROTO_STAT_RNDV_AM; /* host data never touches the GPU */
+    } else if (exportable(s)) {
+        return UCP_PROTO_STAT_RNDV_GET;
+    } else if (exportable(r)) {
+        return UCP_PROTO_STAT_RNDV_PUT;
+    }
+    return UCP_PROTO_STAT_RNDV_PIPE_CUDA;
+}
+
+class test_ucp_cuda_rndv : public ::testing::TestWithParam<std::tuple<int, int>> {
+protected:
+    void SetUp() override
+    {
+        if (cuda_test::device_count() < 1) {
+            GTEST_SKIP() << "no CUDA device";
+        }
+    }
+};
+
+TEST_P(test_ucp_cuda_rndv, pair_sizes_offsets_and_protocol)
+{
+    const kind_t &s = k_kinds[std::get<0>(GetParam())];
+    const kind_t &r = k_kinds[std::get<1>(GetParam())];
+
+    run_sizes(s, r, expected_proto(s, r), {},
+              std::vector<size_t>(std::begin(k_sizes), std::end(k_sizes)));
+}
+
+std::string pair_name(const ::testing::TestParamInfo<std::tuple<int, int>> &info)
+{
+    return std::string(name_of(k_kinds[std::get<0>(info.param)])) + "_to_" +
+           name_of(k_kinds[std::get<1>(info.param)]);
+}
+
+INSTANTIATE_TEST_SUITE_P(pairs, test_ucp_cuda_rndv,
+                         ::testing::Combine(::testing::Range(0, 8),
+                                            ::testing::Range(0, 8)),
+                         pair_name);
+
+class test_ucp_cuda_rndv_misc : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        if (cuda_test::device_count() < 1) {
+            GTEST_SKIP() << "no CUDA device";
+        }
+    }
+};
+
+const kind_t k_legacy   = {false, mem_kind::legacy};
+const kind_t k_pool_no  = {false, mem_kind::pool_no_handle};
+const kind_t k_vmm_no   = {false, mem_kind::vmm_no_handle};
+const std::vector<size_t> k_big = {5 * k_frag + 3};
+
+TEST_F(test_ucp_cuda_rndv_misc, scheme_get_zcopy_forced)
+{
+    run_sizes(k_legacy, k_legacy, UCP_PROTO_STAT_RNDV_GET,
+              {{"UCX_RNDV_SCHEME", "get_zcopy"}}, k_big);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, scheme_put_zcopy_forced)
+{
+    run_sizes(k_legacy, k_legacy, UCP_PROTO_STAT_RNDV_PUT,
+              {{"UCX_RNDV_SCHEME", "put_zcopy"}}, k_big);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, scheme_pipeline_forced_with_cuda_fragments)
+{
+    run_sizes(k_legacy, k_legacy, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_SCHEME", "pipeline"}}, k_big);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, scheme_pipeline_with_host_fragments)
+{
+    run_sizes(k_legacy, k_legacy, UCP_PROTO_STAT_RNDV_PIPE_HOST,
+              {{"UCX_RNDV_SCHEME", "pipeline"}, {"UCX_RNDV_FRAG_MEM_TYPES", "host"}},
+              k_big);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, forced_get_falls_back_when_sender_not_exportable)
+{
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_SCHEME", "get_zcopy"}}, k_big);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, dry_fragment_pool_makes_progress)
+{
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_FRAG_POOL_SIZE", "1"}}, k_big, 6);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, auto_threshold_reads_exportable_senders_at_any_size)
+{
+    run_sizes(k_legacy, k_vmm_no, UCP_PROTO_STAT_RNDV_GET,
+              {{"UCX_RNDV_THRESH", "auto"}}, {8, 1000, 8 * 1024 - 1, k_frag}, 1, 1);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, auto_threshold_keeps_eager_for_other_device_senders)
+{
+    /* Only the 64 KiB message goes rendezvous (pipeline). */
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_THRESH", "auto"}}, {8, 1000, 8 * 1024 - 1, k_frag});
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, pipeline_pieces_smaller_than_fragments)
+{
+    /* 3 MiB + 5 through 2 MiB fragments, depth 4: pieces of 1 MiB, the last
+     * one 5 bytes, each in a fragment of its own. */
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_FRAG_SIZE", "cuda:2M"}}, {3 * 1024 * 1024 + 5});
+}
+
+const kind_t k_host = {true, mem_kind::legacy};
+
+/* Host -> host between peers with cuda_ipc lanes: with the default
+ * threshold (host from 256 KiB) and under each scheme, a 1 MiB message
+ * takes data messages, never device fragments, a get or a put. */
+class test_ucp_cuda_rndv_host_pair :
+        public test_ucp_cuda_rndv_misc,
+        public ::testing::WithParamInterface<const char*> {
+};
+
+TEST_P(test_ucp_cuda_rndv_host_pair, never_through_the_gpu)
+{
+    const size_t mib = 1024 * 1024;
+
+    run_sizes(k_host, k_host, UCP_PROTO_STAT_RNDV_AM,
+              {{"UCX_RNDV_THRESH", "auto"}, {"UCX_RNDV_SCHEME", GetParam()},
+               {"UCX_RNDV_FRAG_SIZE", "host:512K,cuda:16M"}},
+              {mib - 5, mib + 3}, 1, 256 * 1024);
+}
+
+INSTANTIATE_TEST_SUITE_P(schemes, test_ucp_cuda_rndv_host_pair,
+                         ::testing::Values("auto", "get_zcopy", "put_zcopy",
+                                           "pipeline"));
+
+TEST_F(test_ucp_cuda_rndv_misc, sync_truncation_and_cancel)
+{
+    const size_t size = 3 * k_frag;
+
+    auto receiver = [&](oob_channel &oob) {
+        set_env({});
+        cuda_test::init_device(0);
+        buffer b;
+        b.init(k_vmm_no);
+        peer p;
+        p.init(oob);
+        /* Sync send of non-exportable memory: pipeline. */
+        memset(b.host.data(), 0xee, k_alloc);
+        b.upload();
+        ASSERT_CU(cuCtxSynchronize());
+        ASSERT_EQ(UCS_OK, p.wait(p.recv(b.ptr() + k_offset, size, 1)));
+        check_received(b, size, 1, "sync");
+        /* Truncated: nothing is written. */
+        memset(b.host.data(), 0xee, k_alloc);
+        b.upload();
+        ASSERT_CU(cuCtxSynchronize());
+        ucp_tag_recv_info_t info;
+        EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED,
+                  p.wait(p.recv(b.ptr() + k_offset, size / 2, 2), &info));
+        EXPECT_EQ(size, info.length);
+        check_received(b, 0, 2, "truncated");
+        /* An unmatched rendezvous-size receive is canceled. */
+        ucs_status_ptr_t req = p.recv(b.ptr(), size, 3);
+        ASSERT_TRUE(UCS_PTR_IS_PTR(req));
+        ucp_request_cancel(p.m_worker, req);
+        EXPECT_EQ(UCS_ERR_CANCELED, p.wait(req));
+        ASSERT_TRUE(oob.barrier());
+        p.cleanup(oob);
+    };
+    auto sender = [&](oob_channel &oob) {
+        set_env({});
+        cuda_test::init_device(0);
+        buffer b;
+        b.init(k_pool_no);
+        peer p;
+        p.init(oob);
+        for (size_t i = 0; i < k_alloc; ++i) {
+            b.host[i] = (i >= k_offset) ? pattern(i - k_offset, 1) : 0;
+        }
+        b.upload();
+        ASSERT_EQ(UCS_OK, p.wait(p.send(b.ptr() + k_offset, size, 1, true)));
+        ASSERT_EQ(UCS_OK, p.wait(p.send(b.ptr() + k_offset, size, 2)));
+        ASSERT_TRUE(oob.barrier());
+        p.cleanup(oob);
+    };
+    cuda_test::cuda_two_processes(receiver, sender, 120.0);
+}
+
+} // namespace

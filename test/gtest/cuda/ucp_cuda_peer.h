@@ -1,0 +1,93 @@
+/**
+ * @file ucp_cuda_peer.h
+ * One side of a two-process UCP test with device memory: a context, a
+ * worker and an ep to the other side, addresses exchanged out of band.
+ */
+#ifndef UCX_TEST_UCP_CUDA_PEER_H_
+#define UCX_TEST_UCP_CUDA_PEER_H_
+
+#include "common/two_process.h"
+
+#include <ucp/api/ucp.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace cuda_test {
+
+class ucp_peer {
+public:
+    /** Create context, worker and the ep to the process at the other end. */
+    void init(ucx_test::oob_channel &oob)
+    {
+        ucp_params_t params;
+        ucp_worker_params_t wparams;
+        ucp_ep_params_t eparams;
+        ucp_address_t *address;
+        size_t address_len;
+        std::string remote;
+
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCP_PARAM_FIELD_FEATURES;
+        params.features   = UCP_FEATURE_TAG;
+        ASSERT_EQ(UCS_OK, ucp_init(&params, NULL, &m_context));
+        memset(&wparams, 0, sizeof(wparams));
+        ASSERT_EQ(UCS_OK, ucp_worker_create(m_context, &wparams, &m_worker));
+        ASSERT_EQ(UCS_OK, ucp_worker_get_address(m_worker, &address,
+                                                 &address_len));
+        ASSERT_TRUE(oob.send_blob(std::string((const char*)address,
+                                              address_len)));
+        ucp_worker_release_address(m_worker, address);
+        ASSERT_TRUE(oob.recv_blob(remote));
+        memset(&eparams, 0, sizeof(eparams));
+        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        eparams.address    = (const ucp_address_t*)remote.data();
+        ASSERT_EQ(UCS_OK, ucp_ep_create(m_worker, &eparams, &m_ep));
+    }
+
+    /** Progress until @a ret completes; frees it; @a info for receives. */
+    ucs_status_t wait(ucs_status_ptr_t ret, ucp_tag_recv_info_t *info = NULL)
+    {
+        ucs_status_t status;
+
+        if (!UCS_PTR_IS_PTR(ret)) {
+            return UCS_PTR_STATUS(ret);
+        }
+        while ((status = ucp_request_test(ret, info)) == UCS_INPROGRESS) {
+            ucp_worker_progress(m_worker);
+        }
+        ucp_request_free(ret);
+        return status;
+    }
+
+    /** Both sides flush, then close and destroy everything. */
+    void cleanup(ucx_test::oob_channel &oob)
+    {
+        ucp_request_param_t param;
+
+        memset(&param, 0, sizeof(param));
+        if (m_ep != NULL) {
+            oob.barrier();
+            EXPECT_EQ(UCS_OK, wait(ucp_ep_flush_nbx(m_ep, &param)));
+            oob.barrier();
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+            wait(ucp_ep_close_nbx(m_ep, &param));
+        }
+        if (m_worker != NULL) {
+            ucp_worker_destroy(m_worker);
+        }
+        if (m_context != NULL) {
+            ucp_cleanup(m_context);
+        }
+    }
+
+    ucp_context_h m_context = NULL;
+    ucp_worker_h  m_worker  = NULL;
+    ucp_ep_h      m_ep      = NULL;
+};
+
+} // namespace cuda_test
+
+#endif
