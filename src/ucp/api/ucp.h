@@ -1294,6 +1294,206 @@ void ucp_rkey_destroy(ucp_rkey_h rkey);
 
 
 /* ======================================================================== */
+/* Remote memory access and atomics                                          */
+/* ======================================================================== */
+/*
+ * Operations on a region another process mapped with ucp_mem_map() and
+ * described by a key from ucp_ep_rkey_unpack(). The target process must call
+ * ucp_worker_progress(): its worker checks every request against its
+ * registered regions and executes it. Operations of one endpoint are applied
+ * in the order they were issued. Local completion (the request's callback,
+ * NULL from the call) means the source buffer may be reused; a flush of the
+ * endpoint or worker completes once every earlier operation was applied
+ * remotely, and reports the first error of an implicit (nbi) operation.
+ */
+
+/** Atomic operations of ucp_atomic_post(); the remote value is not
+ *  returned. */
+typedef enum {
+    UCP_ATOMIC_POST_OP_ADD, /**< remote += value */
+    UCP_ATOMIC_POST_OP_AND, /**< remote &= value */
+    UCP_ATOMIC_POST_OP_OR,  /**< remote |= value */
+    UCP_ATOMIC_POST_OP_XOR, /**< remote ^= value */
+    UCP_ATOMIC_POST_OP_LAST
+} ucp_atomic_post_op_t;
+
+/** Atomic operations of ucp_atomic_fetch_nb(): the previous remote value is
+ *  returned in the result. */
+typedef enum {
+    UCP_ATOMIC_FETCH_OP_FADD,  /**< fetch, then add */
+    UCP_ATOMIC_FETCH_OP_SWAP,  /**< fetch, then store */
+    UCP_ATOMIC_FETCH_OP_CSWAP, /**< fetch, then store if equal */
+    UCP_ATOMIC_FETCH_OP_FAND,  /**< fetch, then and */
+    UCP_ATOMIC_FETCH_OP_FOR,   /**< fetch, then or */
+    UCP_ATOMIC_FETCH_OP_FXOR,  /**< fetch, then xor */
+    UCP_ATOMIC_FETCH_OP_LAST
+} ucp_atomic_fetch_op_t;
+
+/** Atomic operations of ucp_atomic_op_nbx(). */
+typedef enum {
+    UCP_ATOMIC_OP_ADD,   /**< result = remote; remote += operand */
+    UCP_ATOMIC_OP_SWAP,  /**< result = remote; remote = operand */
+    UCP_ATOMIC_OP_CSWAP, /**< result = remote; if (remote == operand)
+                              remote = reply_buffer's value */
+    UCP_ATOMIC_OP_AND,   /**< result = remote; remote &= operand */
+    UCP_ATOMIC_OP_OR,    /**< result = remote; remote |= operand */
+    UCP_ATOMIC_OP_XOR,   /**< result = remote; remote ^= operand */
+    UCP_ATOMIC_OP_LAST
+} ucp_atomic_op_t;
+
+/**
+ * Write @a length bytes to remote memory, without a request: completion is
+ * learned from a later flush.
+ *
+ * @param ep           endpoint to the owner of the memory.
+ * @param buffer       source (host or device memory); reusable on return
+ *                     when UCS_OK, else after the next flush.
+ * @param length       bytes to write.
+ * @param remote_addr  address in the remote region.
+ * @param rkey         key of that region, unpacked on @a ep.
+ * @return UCS_OK (done locally), UCS_INPROGRESS (queued), or an error:
+ *         UCS_ERR_INVALID_PARAM when the range is outside the key's region.
+ */
+ucs_status_t ucp_put_nbi(ucp_ep_h ep, const void *buffer, size_t length,
+                         uint64_t remote_addr, ucp_rkey_h rkey);
+
+/**
+ * Write to remote memory; @a cb is called once @a buffer may be reused.
+ *
+ * @param ep           endpoint to the owner of the memory.
+ * @param buffer       source.
+ * @param length       bytes to write.
+ * @param remote_addr  address in the remote region.
+ * @param rkey         key of that region, unpacked on @a ep.
+ * @param cb           completion callback (not called when NULL is
+ *                     returned).
+ * @return NULL (done), a request to free with ucp_request_free(), or an
+ *         error pointer.
+ */
+ucs_status_ptr_t ucp_put_nb(ucp_ep_h ep, const void *buffer, size_t length,
+                            uint64_t remote_addr, ucp_rkey_h rkey,
+                            ucp_send_callback_t cb);
+
+/**
+ * Write @a count elements of param->datatype (contiguous only; bytes by
+ * default) to remote memory.
+ *
+ * @param ep           endpoint to the owner of the memory.
+ * @param buffer       source.
+ * @param count        number of elements.
+ * @param remote_addr  address in the remote region.
+ * @param rkey         key of that region, unpacked on @a ep.
+ * @param param        callback, user data, request memory, flags.
+ * @return NULL (done), a request, or an error pointer.
+ */
+ucs_status_ptr_t ucp_put_nbx(ucp_ep_h ep, const void *buffer, size_t count,
+                             uint64_t remote_addr, ucp_rkey_h rkey,
+                             const ucp_request_param_t *param);
+
+/**
+ * Read @a length bytes of remote memory, without a request: the data is in
+ * @a buffer after the next flush completes.
+ *
+ * @param ep           endpoint to the owner of the memory.
+ * @param buffer       destination (host or device memory).
+ * @param length       bytes to read.
+ * @param remote_addr  address in the remote region.
+ * @param rkey         key of that region, unpacked on @a ep.
+ * @return UCS_INPROGRESS (queued) or an error.
+ */
+ucs_status_t ucp_get_nbi(ucp_ep_h ep, void *buffer, size_t length,
+                         uint64_t remote_addr, ucp_rkey_h rkey);
+
+/**
+ * Read remote memory; @a cb is called once the data is in @a buffer.
+ *
+ * @param ep           endpoint to the owner of the memory.
+ * @param buffer       destination.
+ * @param length       bytes to read.
+ * @param remote_addr  address in the remote region.
+ * @param rkey         key of that region, unpacked on @a ep.
+ * @param cb           completion callback.
+ * @return NULL (done), a request, or an error pointer.
+ */
+ucs_status_ptr_t ucp_get_nb(ucp_ep_h ep, void *buffer, size_t length,
+                            uint64_t remote_addr, ucp_rkey_h rkey,
+                            ucp_send_callback_t cb);
+
+/**
+ * Read @a count elements of param->datatype (contiguous only) of remote
+ * memory.
+ *
+ * @param ep           endpoint to the owner of the memory.
+ * @param buffer       destination.
+ * @param count        number of elements.
+ * @param remote_addr  address in the remote region.
+ * @param rkey         key of that region, unpacked on @a ep.
+ * @param param        callback, user data, request memory, flags.
+ * @return NULL (done), a request, or an error pointer.
+ */
+ucs_status_ptr_t ucp_get_nbx(ucp_ep_h ep, void *buffer, size_t count,
+                             uint64_t remote_addr, ucp_rkey_h rkey,
+                             const ucp_request_param_t *param);
+
+/**
+ * Apply an atomic operation to a 4- or 8-byte remote value, without a
+ * request: a later flush tells that it was applied.
+ *
+ * @param ep           endpoint to the owner of the memory.
+ * @param opcode       the operation.
+ * @param value        the operand (its low 32 bits when @a op_size is 4).
+ * @param op_size      4 or 8.
+ * @param remote_addr  address of the value, aligned to @a op_size.
+ * @param rkey         key of the region, unpacked on @a ep.
+ * @return UCS_OK or UCS_INPROGRESS; UCS_ERR_INVALID_PARAM for a bad size,
+ *         opcode or range.
+ */
+ucs_status_t ucp_atomic_post(ucp_ep_h ep, ucp_atomic_post_op_t opcode,
+                             uint64_t value, size_t op_size,
+                             uint64_t remote_addr, ucp_rkey_h rkey);
+
+/**
+ * Apply an atomic operation to a remote value and return its previous value.
+ *
+ * @param ep           endpoint to the owner of the memory.
+ * @param opcode       the operation.
+ * @param value        the operand; for CSWAP, the value compared with.
+ * @param result       receives the previous remote value (a uint32_t or
+ *                     uint64_t as @a op_size says); for CSWAP it holds the
+ *                     value stored when the comparison succeeds.
+ * @param op_size      4 or 8.
+ * @param remote_addr  address of the value, aligned to @a op_size.
+ * @param rkey         key of the region, unpacked on @a ep.
+ * @param cb           completion callback.
+ * @return NULL (done), a request, or an error pointer.
+ */
+ucs_status_ptr_t ucp_atomic_fetch_nb(ucp_ep_h ep, ucp_atomic_fetch_op_t opcode,
+                                     uint64_t value, void *result,
+                                     size_t op_size, uint64_t remote_addr,
+                                     ucp_rkey_h rkey, ucp_send_callback_t cb);
+
+/**
+ * Apply an atomic operation to one remote element of param->datatype
+ * (ucp_dt_make_contig(4) or (8)). With param->reply_buffer the previous
+ * remote value is returned there; CSWAP requires it and takes the value to
+ * store from it.
+ *
+ * @param ep           endpoint to the owner of the memory.
+ * @param opcode       the operation.
+ * @param buffer       the operand.
+ * @param count        1.
+ * @param remote_addr  address of the value, aligned to its size.
+ * @param rkey         key of the region, unpacked on @a ep.
+ * @param param        datatype, reply buffer, callback, flags.
+ * @return NULL (done), a request, or an error pointer.
+ */
+ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode,
+                                   const void *buffer, size_t count,
+                                   uint64_t remote_addr, ucp_rkey_h rkey,
+                                   const ucp_request_param_t *param);
+
+
+/* ======================================================================== */
 /* Configuration and version                                                 */
 /* ======================================================================== */
 

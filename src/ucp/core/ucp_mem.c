@@ -11,9 +11,13 @@
  * malloc and registered.
  *
  * Packed remote key, version 1:
- *   magic u32 "UCPK", version u16, count u16, mem_type u8, pad[7],
- *   address u64, length u64, then per md: comp_len u8, component name,
- *   rkey_len u16, the md's packed key.
+ *   magic u32 "UCPK", version u16, count u16, mem_type u8, pad[3],
+ *   size u32 (the whole packed key), address u64, length u64, rma_id u64
+ *   (the region's identity, checked by the target of RMA requests), then
+ *   per md: comp_len u8, component name, rkey_len u16, the md's packed key.
+ * ucp_ep_rkey_unpack() gets no length from the application, so the key says
+ * its own size; every entry is checked to lie inside it, and the entry for
+ * our md must be exactly the size that md unpacks.
  */
 
 #include <ucp/core/ucp_int.h>
@@ -23,6 +27,7 @@
 
 #define UCP_RKEY_MAGIC   0x4b504355u /* "UCPK" */
 #define UCP_RKEY_VERSION 1
+#define UCP_RKEY_MAX_SIZE 65536
 
 struct ucp_mem {
     ucp_context_h     context;
@@ -32,6 +37,7 @@ struct ucp_mem {
     int               alloc_md;    /* md that allocated it, -1: none */
     int               malloced;    /* we malloc'ed it */
     uct_mem_h         *uct_memh;   /* per md of the context, or NULL */
+    uint64_t          rma_id;      /* remote requests name it so, 0: none */
 };
 
 struct ucp_rkey {
@@ -40,6 +46,7 @@ struct ucp_rkey {
     uint64_t          address;
     size_t            length;
     ucs_memory_type_t mem_type;
+    uint64_t          rma_id;
 };
 
 typedef struct {
@@ -47,9 +54,11 @@ typedef struct {
     uint16_t version;
     uint16_t count;
     uint8_t  mem_type;
-    uint8_t  pad[7];
+    uint8_t  pad[3];
+    uint32_t size;
     uint64_t address;
     uint64_t length;
+    uint64_t rma_id;  /* the region's identity for RMA requests */
 } ucp_rkey_header_t;
 
 static void ucp_mem_release(ucp_mem_h memh)
@@ -57,6 +66,7 @@ static void ucp_mem_release(ucp_mem_h memh)
     ucp_context_h context = memh->context;
     unsigned i;
 
+    ucp_rma_region_remove(memh->rma_id);
     for (i = 0; i < context->num_mds; ++i) {
         if ((memh->uct_memh[i] == NULL) || ((int)i == memh->alloc_md)) {
             continue;
@@ -182,6 +192,11 @@ ucs_status_t ucp_mem_map(ucp_context_h context, const ucp_mem_map_params_t *para
             memh->uct_memh[i] = NULL;
         }
     }
+    status = ucp_rma_region_add(context, memh->address, memh->length,
+                                memh->mem_type, &memh->rma_id);
+    if (status != UCS_OK) {
+        goto err;
+    }
     *memh_p = memh;
     return UCS_OK;
 
@@ -259,8 +274,10 @@ ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h memh,
     hdr.magic    = UCP_RKEY_MAGIC;
     hdr.version  = UCP_RKEY_VERSION;
     hdr.mem_type = (uint8_t)memh->mem_type;
+    hdr.size     = (uint32_t)size;
     hdr.address  = (uintptr_t)memh->address;
     hdr.length   = memh->length;
+    hdr.rma_id   = memh->rma_id;
     memcpy(buf, &hdr, sizeof(hdr));
     p = buf + sizeof(hdr);
     for (i = 0; i < context->num_mds; ++i) {
@@ -297,7 +314,7 @@ ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer,
     ucp_context_h context = ep->worker->context;
     const ucp_md_entry_t *md =
         &context->mds[context->rscs[ep->wiface->rsc_index].md_index];
-    const char *p = (const char*)rkey_buffer + sizeof(ucp_rkey_header_t);
+    const char *p = (const char*)rkey_buffer + sizeof(ucp_rkey_header_t), *end;
     ucp_rkey_header_t hdr;
     ucs_status_t status;
     ucp_rkey_h rkey;
@@ -307,15 +324,31 @@ ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer,
 
     memcpy(&hdr, rkey_buffer, sizeof(hdr));
     if ((hdr.magic != UCP_RKEY_MAGIC) || (hdr.version != UCP_RKEY_VERSION) ||
-        (hdr.mem_type >= UCS_MEMORY_TYPE_UNKNOWN)) {
+        (hdr.mem_type >= UCS_MEMORY_TYPE_UNKNOWN) || (hdr.size < sizeof(hdr)) ||
+        (hdr.size > UCP_RKEY_MAX_SIZE) || (hdr.address + hdr.length < hdr.address)) {
         ucs_error("ucp_ep_rkey_unpack: not a packed remote key of this library");
         return UCS_ERR_INVALID_PARAM;
     }
+    end = (const char*)rkey_buffer + hdr.size;
     for (i = 0; i < hdr.count; ++i) {
+        if (end - p < 1) {
+            goto err_truncated;
+        }
         comp_len = (uint8_t)*p++;
+        if (end - p < comp_len + 2) {
+            goto err_truncated;
+        }
         memcpy(&len16, p + comp_len, 2);
+        if (end - (p + comp_len + 2) < len16) {
+            goto err_truncated;
+        }
         if ((comp_len == strlen(md->component_name)) &&
             !memcmp(p, md->component_name, comp_len)) {
+            if (len16 != md->attr.rkey_packed_size) {
+                ucs_error("ucp_ep_rkey_unpack: %s key of %u bytes, expected %zu",
+                          md->component_name, len16, md->attr.rkey_packed_size);
+                return UCS_ERR_INVALID_PARAM;
+            }
             rkey = calloc(1, sizeof(*rkey));
             if (rkey == NULL) {
                 return UCS_ERR_NO_MEMORY;
@@ -326,17 +359,30 @@ ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer,
                 return status;
             }
             rkey->component = md->component;
-            rkey->address   = hdr.address;
-            rkey->length    = hdr.length;
-            rkey->mem_type  = (ucs_memory_type_t)hdr.mem_type;
-            *rkey_p         = rkey;
-            return UCS_OK;
+            goto out;
         }
         p += comp_len + 2 + len16;
     }
-    ucs_debug("ucp: no key for %s in a packed rkey of %u entries",
-              md->component_name, hdr.count);
-    return UCS_ERR_UNREACHABLE;
+    /* No transport of the ep can use the memory directly: RMA goes over
+     * active messages (src/ucp/rma) and ucp_rkey_ptr() is unreachable. */
+    ucs_debug("ucp: no key for %s in a packed rkey of %u entries: RMA over "
+              "active messages", md->component_name, hdr.count);
+    rkey = calloc(1, sizeof(*rkey));
+    if (rkey == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+out:
+    rkey->address  = hdr.address;
+    rkey->length   = hdr.length;
+    rkey->mem_type = (ucs_memory_type_t)hdr.mem_type;
+    rkey->rma_id   = hdr.rma_id;
+    *rkey_p        = rkey;
+    return UCS_OK;
+
+err_truncated:
+    ucs_error("ucp_ep_rkey_unpack: entry %u runs past the key's %u bytes", i,
+              hdr.size);
+    return UCS_ERR_INVALID_PARAM;
 }
 
 ucs_status_t ucp_rkey_ptr(ucp_rkey_h rkey, uint64_t raddr, void **addr_p)
@@ -344,12 +390,25 @@ ucs_status_t ucp_rkey_ptr(ucp_rkey_h rkey, uint64_t raddr, void **addr_p)
     if ((raddr < rkey->address) || (raddr >= rkey->address + rkey->length)) {
         return UCS_ERR_INVALID_PARAM;
     }
+    if (rkey->component == NULL) {
+        return UCS_ERR_UNREACHABLE;
+    }
     return (uct_rkey_ptr(rkey->component, &rkey->bundle, raddr, addr_p) == UCS_OK) ?
            UCS_OK : UCS_ERR_UNREACHABLE;
 }
 
 void ucp_rkey_destroy(ucp_rkey_h rkey)
 {
-    uct_rkey_release(rkey->component, &rkey->bundle);
+    if (rkey->component != NULL) {
+        uct_rkey_release(rkey->component, &rkey->bundle);
+    }
     free(rkey);
+}
+
+void ucp_rkey_region(ucp_rkey_h rkey, uint64_t *id_p, uint64_t *address_p,
+                     uint64_t *length_p)
+{
+    *id_p      = rkey->rma_id;
+    *address_p = rkey->address;
+    *length_p  = rkey->length;
 }

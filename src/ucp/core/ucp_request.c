@@ -93,6 +93,25 @@ void ucp_request_set_callback(ucp_request_t *req,
     }
 }
 
+ucs_status_ptr_t ucp_request_set_nb_callback(ucp_worker_h worker,
+                                             ucs_status_ptr_t ret,
+                                             ucp_send_callback_t cb)
+{
+    ucp_request_t *req;
+
+    if ((ret != NULL) && !UCS_PTR_IS_ERR(ret) && (cb != NULL)) {
+        req = (ucp_request_t*)ret - 1;
+        ucp_worker_lock(worker);
+        req->cb.send = cb;
+        req->flags  |= UCP_REQ_FLAG_CB_SEND;
+        if (req->flags & UCP_REQ_FLAG_COMPLETED) {
+            cb(ret, req->status);
+        }
+        ucp_worker_unlock(worker);
+    }
+    return ret;
+}
+
 static void ucp_request_invoke_cb(ucp_request_t *req)
 {
     void *user_req = req + 1;
@@ -160,24 +179,34 @@ ucs_status_ptr_t ucp_request_finish_call(ucp_request_t *req,
     }
 }
 
+/* Polling takes the worker lock: in MULTI mode another thread's progress
+ * completes the request (status, info, then the flag) under that lock, and
+ * an unlocked read could see the flag before the status (found by TSan). */
 ucs_status_t ucp_request_check_status(void *request)
 {
     ucp_request_t *req = ucp_request_of(request);
+    ucs_status_t status;
 
-    return (req->flags & UCP_REQ_FLAG_COMPLETED) ? req->status : UCS_INPROGRESS;
+    ucp_worker_lock(req->worker);
+    status = (req->flags & UCP_REQ_FLAG_COMPLETED) ? req->status : UCS_INPROGRESS;
+    ucp_worker_unlock(req->worker);
+    return status;
 }
 
 ucs_status_t ucp_request_test(void *request, ucp_tag_recv_info_t *info)
 {
     ucp_request_t *req = ucp_request_of(request);
+    ucs_status_t status = UCS_INPROGRESS;
 
-    if (!(req->flags & UCP_REQ_FLAG_COMPLETED)) {
-        return UCS_INPROGRESS;
+    ucp_worker_lock(req->worker);
+    if (req->flags & UCP_REQ_FLAG_COMPLETED) {
+        if ((info != NULL) && (req->flags & UCP_REQ_FLAG_RECV)) {
+            *info = req->u.recv.info;
+        }
+        status = req->status;
     }
-    if ((info != NULL) && (req->flags & UCP_REQ_FLAG_RECV)) {
-        *info = req->u.recv.info;
-    }
-    return req->status;
+    ucp_worker_unlock(req->worker);
+    return status;
 }
 
 void ucp_request_free(void *request)

@@ -83,7 +83,7 @@ TEST(test_ucp_context, unsupported_feature_is_refused_with_unsupported)
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
+    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_STREAM;
     ucp_context_h ctx;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_init(&params, NULL, &ctx));
     params.features = UCP_FEATURE_AM;

@@ -6,8 +6,12 @@
  */
 #include "ucp_test.h"
 
+#include "common/test_helpers.h"
+
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <thread>
 #include <vector>
@@ -327,4 +331,79 @@ TEST(test_ucp_worker, force_imm_cmpl_sends_now_or_says_no_resource)
     EXPECT_TRUE(UCS_PTR_IS_ERR(last));
     EXPECT_EQ(UCS_ERR_NO_RESOURCE, UCS_PTR_STATUS(last));
     e.close(ep, true);
+}
+
+/* Error mode NONE, posix: the peer ends (@a kill_peer: SIGKILL, otherwise
+ * it destroys its worker and exits normally) while our ep to it is idle;
+ * then we close the ep. Returns what was logged meanwhile. */
+static std::string close_after_peer_end(bool kill_peer)
+{
+    std::string log;
+    (void)run_two_processes_raw(
+        [&](oob_channel &ch) {
+            config_sandbox sandbox; /* captures the log */
+            ucp_entity e("posix");
+            std::string remote;
+            pid_t child;
+            ASSERT_TRUE(ch.recv_blob(remote));
+            ASSERT_TRUE(ch.recv(&child, sizeof(child)));
+            ucp_ep_h ep = e.connect(remote);
+            uint64_t v  = 1;
+            ucp_request_param_t p;
+            memset(&p, 0, sizeof(p));
+            ASSERT_EQ(UCS_OK, e.wait(ucp_tag_send_nbx(ep, &v, 8, 1, &p)));
+            char c = 0;
+            ASSERT_TRUE(ch.send(&c, 1));
+            if (kill_peer) {
+                kill(child, SIGKILL);
+            } else {
+                ASSERT_TRUE(ch.recv(&c, 1)); /* its worker is gone */
+            }
+            usleep(100000);
+            memset(&p, 0, sizeof(p));
+            (void)e.wait(ucp_ep_close_nbx(ep, &p), 10);
+            auto until = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(200);
+            while (std::chrono::steady_clock::now() < until) {
+                ucp_worker_progress(e.worker());
+            }
+            log = sandbox.log();
+        },
+        [&](oob_channel &ch) {
+            {
+                ucp_entity e("posix");
+                pid_t self = getpid();
+                ch.send_blob(e.address());
+                ch.send(&self, sizeof(self));
+                uint64_t v = 0;
+                ucp_request_param_t p;
+                memset(&p, 0, sizeof(p));
+                ucs_status_ptr_t r = ucp_tag_recv_nbx(e.worker(), &v, 8, 1, ~0ull,
+                                                      &p);
+                (void)e.wait(r, 10);
+                char c;
+                ch.recv(&c, 1);
+                if (kill_peer) {
+                    for (;;) {
+                        pause(); /* killed by the parent */
+                    }
+                }
+            }
+            char c = 0;
+            ch.send(&c, 1);
+        },
+        60);
+    return log;
+}
+
+TEST(test_ucp_worker, peer_ending_its_worker_in_order_is_not_reported_as_failure)
+{
+    std::string log = close_after_peer_end(false);
+    EXPECT_EQ(std::string::npos, log.find("failed peer")) << log;
+}
+
+TEST(test_ucp_worker, killed_peer_is_still_reported_without_error_handler)
+{
+    std::string log = close_after_peer_end(true);
+    EXPECT_NE(std::string::npos, log.find("failed peer")) << log;
 }
