@@ -1,0 +1,170 @@
+/*
+ * One-sided communication over osc/ucx: MPI_Put, MPI_Get and
+ * MPI_Accumulate with fence epochs, and lock/unlock (passive target) with
+ * MPI_Fetch_and_op and MPI_Compare_and_swap counters. Every value is
+ * checked.
+ *
+ * usage: mpi_osc [buffer kind] [--one-gpu] [--driver-api]   (mpi_buf.h)
+ * With device buffers the windows are device memory (MPI_Win_create) and
+ * put/get move device memory on both sides; the operands of accumulate and
+ * of the atomics stay on the host, because osc/ucx computes accumulates
+ * with the CPU (Open MPI as distributions build it is not CUDA-aware).
+ */
+#include "mpi_buf.h"
+
+#include <stdint.h>
+
+#define WIN_INTS 4096
+
+/* Host copy of @a n ints of a window (any buffer kind). */
+static int *win_read(const int *base, int n)
+{
+    int *host = malloc(n * sizeof(int));
+
+    mpi_buf_copy(host, base, n * sizeof(int));
+    return host;
+}
+
+static void test_fence(MPI_Win win, int *base, int rank, int size)
+{
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    int *buf  = mpi_buf_alloc(WIN_INTS * sizeof(int));
+    int *host = malloc(WIN_INTS * sizeof(int)), *view;
+    int i;
+
+    for (i = 0; i < WIN_INTS; ++i) {
+        host[i] = rank * 100000 + i;
+    }
+    mpi_buf_set(base, 0xff, WIN_INTS * sizeof(int)); /* -1 everywhere */
+    mpi_buf_copy(buf, host, WIN_INTS * sizeof(int));
+    MPI_Win_fence(0, win);
+    /* each rank writes its pattern into the next rank's window */
+    MPI_Put(buf, WIN_INTS, MPI_INT, next, 0, WIN_INTS, MPI_INT, win);
+    MPI_Win_fence(0, win);
+    view = win_read(base, WIN_INTS);
+    for (i = 0; i < WIN_INTS; ++i) {
+        CHECK(view[i] == prev * 100000 + i, "put: base[%d] = %d", i, view[i]);
+    }
+    free(view);
+    /* read the previous rank's window back */
+    mpi_buf_set(buf, 0, WIN_INTS * sizeof(int));
+    MPI_Get(buf, WIN_INTS, MPI_INT, prev, 0, WIN_INTS, MPI_INT, win);
+    MPI_Win_fence(0, win);
+    view = win_read(buf, WIN_INTS);
+    for (i = 0; i < WIN_INTS; ++i) {
+        int expect = ((prev + size - 1) % size) * 100000 + i;
+        CHECK(view[i] == expect, "get: buf[%d] = %d, expected %d", i, view[i],
+              expect);
+    }
+    free(view);
+    /* everybody adds rank+1 to element i of rank 0's window */
+    for (i = 0; i < WIN_INTS; ++i) {
+        host[i] = rank + 1;
+    }
+    mpi_buf_set(base, 0, WIN_INTS * sizeof(int));
+    MPI_Win_fence(0, win);
+    MPI_Accumulate(host, 64, MPI_INT, 0, 0, 64, MPI_INT, MPI_SUM, win);
+    MPI_Win_fence(0, win);
+    if (rank == 0) {
+        view = win_read(base, 64);
+        for (i = 0; i < 64; ++i) {
+            CHECK(view[i] == size * (size + 1) / 2, "accumulate: %d", view[i]);
+        }
+        free(view);
+    }
+    free(host);
+    mpi_buf_free(buf);
+}
+
+static void test_lock(MPI_Win win, int64_t *counter, int rank, int size)
+{
+    const int rounds = 50;
+    int64_t one = 1, old, expect, cmp;
+    int i;
+
+    old = 0;
+    mpi_buf_copy(counter, &old, sizeof(old));
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (i = 0; i < rounds; ++i) {
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+        MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 0, MPI_SUM, win);
+        MPI_Win_unlock(0, win);
+        CHECK((old >= 0) && (old < (int64_t)rounds * size), "fetch_and_op %ld",
+              (long)old);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    MPI_Get(&old, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, win);
+    MPI_Win_unlock(0, win);
+    CHECK(old == (int64_t)rounds * size, "counter %ld, expected %ld", (long)old,
+          (long)rounds * size);
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* compare-and-swap: exactly one rank wins each round */
+    expect = (int64_t)rounds * size;
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    cmp = expect;
+    {
+        int64_t mine = 1000 + rank;
+        MPI_Compare_and_swap(&mine, &cmp, &old, MPI_INT64_T, 0, 0, win);
+    }
+    MPI_Win_unlock(0, win);
+    {
+        int won = (old == expect), total;
+        MPI_Allreduce(&won, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        CHECK(total == 1, "%d ranks won the compare-and-swap", total);
+    }
+}
+
+/* A window of @a length bytes: allocated by MPI for host buffers, device
+ * memory of the chosen kind exposed with MPI_Win_create otherwise. */
+static void *win_make(size_t length, int disp_unit, MPI_Win *win)
+{
+    void *base;
+
+    if (!mpi_buf_is_device()) {
+        MPI_Win_allocate(length, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD,
+                         &base, win);
+        return base;
+    }
+    base = mpi_buf_alloc(length);
+    MPI_Win_create(base, length, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD, win);
+    return base;
+}
+
+static void win_free(void *base, MPI_Win *win)
+{
+    MPI_Win_free(win);
+    if (mpi_buf_is_device()) {
+        mpi_buf_free(base);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, *base;
+    int64_t *counter;
+    MPI_Win win, cwin;
+
+    mpi_buf_setup(&argc, argv);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    mpi_report_libucp();
+    mpi_buf_report("mpi_osc");
+
+    base = win_make(WIN_INTS * sizeof(int), sizeof(int), &win);
+    test_fence(win, base, rank, size);
+    win_free(base, &win);
+
+    counter = win_make(sizeof(int64_t), sizeof(int64_t), &cwin);
+    test_lock(cwin, counter, rank, size);
+    win_free(counter, &cwin);
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("mpi_osc: %d ranks OK (%s)\n", size,
+               mpi_buf_kind_names[mpi_buf.kind]);
+    }
+    MPI_Finalize();
+    return 0;
+}
