@@ -62,15 +62,25 @@ expect_usage_error "host with -l"          localhost -l -t am_lat -x self
 expect_usage_error "-l with -L"            -l -L -t am_lat -x self
 expect_usage_error "two hosts"             hosta hostb -t am_lat
 expect_usage_error "upstream-only option"  -L -t am_lat -x self -T 2
+expect_usage_error "bad GPU index"         -L -t tag_lat -a x
+expect_usage_error "bad GPU pair"          -L -t tag_lat -a 0,y
+expect_usage_error "bad CUDA API"          -L -t tag_lat --cuda-api fortran
 
-# A run that cannot happen is an error with a reason (not a usage error).
-if "$perf" -L -t am_lat -x no_such_tl "${quick[@]}" >"$tmp/out" 2>"$tmp/err"; then
-    fail "unknown transport accepted"
-elif grep -q 'not found' "$tmp/err"; then
-    pass "unknown transport: $(tail -1 "$tmp/err")"
-else
-    fail "unknown transport: unclear message"; cat "$tmp/err"
-fi
+# A run that cannot happen is an error with a reason (not a usage error):
+# the command (from $3 on) must fail, with $2 (a grep pattern) on stderr.
+expect_refusal() {
+    local what=$1 reason=$2; shift 2
+    if "$@" >"$tmp/out" 2>"$tmp/err"; then
+        fail "$what: accepted"
+    elif grep -q "$reason" "$tmp/err"; then
+        pass "$what: $(tail -1 "$tmp/err")"
+    else
+        fail "$what: unclear message"; cat "$tmp/err"
+    fi
+}
+
+expect_refusal "unknown transport" 'not found' \
+    "$perf" -L -t am_lat -x no_such_tl "${quick[@]}"
 if "$perf" -L -t am_lat -x self -m cuda "${quick[@]}" >"$tmp/out" 2>"$tmp/err"; then
     grep -q '^#define HAVE_CUDA 1' "$BUILD_DIR/config.h" 2>/dev/null &&
         pass "cuda memory ran (CUDA build)" || fail "-m cuda accepted without CUDA code"
@@ -81,9 +91,9 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-# Sane numbers, read from CSV: 14 columns; latency and bandwidth positive,
+# Sane numbers, read from CSV: 19 columns; latency and bandwidth positive,
 # latency below one second, typical <= max.
-csv_columns=14
+csv_columns=19
 check_csv() {
     local what=$1 file=$2 rows=$3
     local lines
@@ -202,6 +212,65 @@ else
 fi
 
 # ---------------------------------------------------------------------------
+# Every CUDA memory kind on the driver model (cudasim), two processes, with
+# validation: tag_bw at three sizes (eager and large), tag_lat across the
+# model's two GPUs, and UCT put/get over cuda_ipc. cudart does not run on the
+# model (docs/cudasim.md), so the kinds allocate through the driver API; the
+# row still checks what the receiver got.
+cudasim="$BUILD_DIR/test/cudasim/.libs"
+kinds="cuda cuda-managed cuda-async cuda-pool cuda-pool-noipc cuda-vmm cuda-vmm-noipc cuda-vmm-chunked"
+if ! grep -q 'PERF_HAVE_CUDA' "$BUILD_DIR/src/tools/perf/Makefile" 2>/dev/null; then
+    skip "CUDA kinds: this ucx_perftest was built without the CUDA headers"
+elif [ ! -e "$cudasim/libcuda.so.1" ]; then
+    skip "CUDA kinds: the driver model was not built ($cudasim/libcuda.so.1)"
+else
+    for k in $kinds; do
+        LD_LIBRARY_PATH=$cudasim ROWS=3 run_local "cudasim $k tag_bw validated" -L \
+            -t tag_bw -m $k --sizes 8,64K,1M -V -n 20 -w 2
+        # A GPU row has the raw-copy reference and its percentage.
+        if ! awk -F, 'NR > 1 && !($16 > 0 && $17 > 0) { bad = 1 } END { exit bad }' \
+                "$tmp/csv"; then
+            fail "cudasim $k: no raw-copy reference in the CSV"; cat "$tmp/csv"
+        fi
+    done
+    for pair in cuda,cuda-async cuda-async,cuda-vmm cuda-pool,cuda-pool-noipc \
+                cuda-vmm-chunked,cuda; do
+        LD_LIBRARY_PATH=$cudasim run_local "cudasim $pair tag_lat validated" -L \
+            -t tag_lat -m $pair -s 64K -V -n 20 -w 2
+    done
+    LD_LIBRARY_PATH=$cudasim run_local "cudasim cuda GPU0 -> GPU1 tag_bw validated" -L \
+        -t tag_bw -m cuda -a 0,1 -s 1M -V -n 10 -w 1
+    for t in put_bw get_bw; do
+        for k in cuda cuda-vmm cuda-pool; do
+            LD_LIBRARY_PATH=$cudasim run_local "cudasim uct $t cuda_ipc $k validated" -L \
+                -t $t -x cuda_ipc -m $k -s 1M -V -n 20 -w 2
+        done
+    done
+    # UCP RMA: runs where libucp has it, else says so.
+    if LD_LIBRARY_PATH=$cudasim "$perf" -L -t ucp_put_bw -m cuda -s 64K -V --csv \
+            -n 20 -w 2 >"$tmp/csv" 2>"$tmp/err"; then
+        check_csv "cudasim ucp_put_bw validated" "$tmp/csv" 1
+    elif grep -q 'not available' "$tmp/err"; then
+        skip "cudasim ucp_put_bw: $(tail -1 "$tmp/err")"
+    else
+        fail "cudasim ucp_put_bw: unclear message"; cat "$tmp/err"
+    fi
+    # A GPU that does not exist is refused with the reason.
+    expect_refusal "missing GPU 9" 'GPU 9 does not exist' \
+        env LD_LIBRARY_PATH="$cudasim" "$perf" -L -t tag_lat -m cuda -a 0,9 -n 5
+    # --json of a GPU row carries the protocol and the raw-copy reference.
+    if LD_LIBRARY_PATH=$cudasim "$perf" -L -t tag_bw -m cuda-async,cuda --sizes 8,1M --json \
+            -n 10 -w 1 >"$tmp/json" 2>"$tmp/err" &&
+       python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; \
+                   assert len(r) == 2 and all(x["pct_raw"] > 0 and "protocol" in x for x in r)' \
+            "$tmp/json"; then
+        pass "cudasim --json GPU rows parse, with pct_raw"
+    else
+        fail "cudasim --json GPU rows"; cat "$tmp/json" "$tmp/err"
+    fi
+fi
+
+# ---------------------------------------------------------------------------
 # Client and server as two commands over loopback TCP. The transport for
 # these is the first of posix/tcp this build has.
 pick_port() { echo $((20000 + (RANDOM % 20000))); }
@@ -240,36 +309,20 @@ else
     port=$(pick_port)
     "$perf" -p $port -t am_bw -x $two_tl --accept-timeout 10 >"$tmp/srv.out" 2>"$tmp/srv.err" &
     srv=$!
-    if "$perf" localhost -p $port --connect-retry 5 -t am_lat -x $two_tl "${quick[@]}" \
-           >"$tmp/out" 2>"$tmp/err"; then
-        fail "mismatched test accepted"
-    elif grep -q 'test mismatch' "$tmp/err"; then
-        pass "mismatch: $(tail -1 "$tmp/err")"
-    else
-        fail "mismatch: unclear message"; cat "$tmp/err"
-    fi
+    expect_refusal "mismatched test" 'test mismatch' \
+        "$perf" localhost -p $port --connect-retry 5 -t am_lat -x $two_tl "${quick[@]}"
     wait $srv && fail "server succeeded after refusing the test"
 fi
 
 # Refused connection: nobody listens on this port.
 port=$(pick_port)
-if "$perf" localhost -p $port -t am_lat -x self "${quick[@]}" >"$tmp/out" 2>"$tmp/err"; then
-    fail "connection to a closed port succeeded"
-elif grep -q 'cannot connect to localhost' "$tmp/err" && grep -q 'refused' "$tmp/err"; then
-    pass "refused: $(tail -1 "$tmp/err")"
-else
-    fail "refused: unclear message"; cat "$tmp/err"
-fi
+expect_refusal "connection to a closed port" 'cannot connect to localhost:.*refused' \
+    "$perf" localhost -p $port -t am_lat -x self "${quick[@]}"
 
 # A server that no client reaches gives up with a message.
 port=$(pick_port)
-if "$perf" -p $port --accept-timeout 0.5 >"$tmp/out" 2>"$tmp/err"; then
-    fail "server without client succeeded"
-elif grep -q 'no client connected' "$tmp/err"; then
-    pass "accept timeout: $(tail -1 "$tmp/err")"
-else
-    fail "accept timeout: unclear message"; cat "$tmp/err"
-fi
+expect_refusal "server without client" 'no client connected' \
+    "$perf" -p $port --accept-timeout 0.5
 
 echo "$failures failure(s), $skips skip(s)"
 [ $failures -eq 0 ]

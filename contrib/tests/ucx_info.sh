@@ -36,3 +36,40 @@ cat err.txt
 grep -q 'UCX_LOG_LEVEL' err.txt
 grep -q 'verbose' err.txt
 rm -f err.txt out.txt
+
+# -d ends with the GPU section: a reason where there is no driver.
+grep -q '^# GPUs' <<<"$dev"
+
+# -e: the hook mode; -p: one row per size, host memory between two workers.
+"$info" -e | grep -q 'UCX_MEM_CUDA_HOOK_MODE: '
+UCX_MEM_CUDA_HOOK_MODE=none "$info" -e | grep -q 'UCX_MEM_CUDA_HOOK_MODE: none'
+proto=$("$info" -p -m host -s 8,64K,1M)
+echo "$proto"
+[ "$(grep -cE '^ +[0-9]+ ' <<<"$proto")" -eq 3 ]
+if "$info" -p -m floppy 2>err.txt; then echo "-p: unknown memory type accepted"; exit 1; fi
+grep -q "unknown memory type 'floppy'" err.txt
+if "$info" -p -s 12q 2>err.txt; then echo "-p: bad size accepted"; exit 1; fi
+grep -q "not a size list" err.txt
+if "$info" -s 8 2>err.txt; then echo "-s without -p accepted"; exit 1; fi
+grep -q 'go with -p' err.txt
+
+# On the driver model: both GPUs listed with their peer, the hooks seen to
+# work, and -p across memory kinds.
+cudasim="$BUILD_DIR/test/cudasim/.libs"
+if [ -e "$cudasim/libcuda.so.1" ] && grep -q 'gpu_info' "$BUILD_DIR/src/tools/info/Makefile"; then
+    gpus=$(LD_LIBRARY_PATH=$cudasim "$info" -d | sed -n '/^# GPUs/,$p')
+    echo "$gpus"
+    grep -q 'GPU0: .*GiB' <<<"$gpus"
+    grep -q 'GPU1: .*GiB' <<<"$gpus"
+    grep -q 'peers: GPU1' <<<"$gpus"
+    hooks=$(LD_LIBRARY_PATH=$cudasim "$info" -e)
+    echo "$hooks"
+    grep -q 'CUDA hooks installed' <<<"$hooks"
+    grep -q 'lookup of that allocation: cuda, device 0' <<<"$hooks"
+    proto=$(LD_LIBRARY_PATH=$cudasim "$info" -p -m cuda,cuda-vmm -s 8,1M)
+    echo "$proto"
+    [ "$(grep -cE '^ +[0-9]+ ' <<<"$proto")" -eq 2 ]
+else
+    echo "SKIP: GPU part of ucx_info: no driver model or no CUDA headers in this build"
+fi
+rm -f err.txt

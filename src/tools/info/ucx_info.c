@@ -20,19 +20,25 @@ static void ucx_info_usage(FILE *stream)
             "  -c   print every configuration variable with its current value\n"
             "  -f   with -c: also print each variable's documentation\n"
             "  -a   with -c: also print internal (hidden) variables\n"
-            "  -d   print memory domains, transports and devices\n"
+            "  -d   print memory domains, transports and devices (GPUs too)\n"
+            "  -e   print whether the CUDA memory hooks and the memory-type cache work\n"
+            "  -p   print the protocol libucp selects for tag messages, per size:\n"
+            "       -m <send>[,<recv>]  memory types (ucx_perftest -h lists them; host)\n"
+            "       -s <sizes>          e.g. 8,64K or 1K:256M (8:1M)\n"
+            "       -A <gpu>[,<gpu>]    GPU of the sender's and receiver's memory (0)\n"
             "  -h   print this help\n");
 }
 
 int main(int argc, char **argv)
 {
     int print_version = 0, print_build = 0, print_config = 0;
-    int print_devices = 0;
+    int print_devices = 0, print_hooks = 0, print_protocols = 0;
+    const char *mem = NULL, *sizes = NULL, *gpus = NULL;
     int config_flags  = UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_HEADER;
     ucs_status_t status;
     int c;
 
-    while ((c = getopt(argc, argv, "vbcfadh")) != -1) {
+    while ((c = getopt(argc, argv, "vbcfadepm:s:A:h")) != -1) {
         switch (c) {
         case 'v': print_version = 1; break;
         case 'b': print_build   = 1; break;
@@ -40,6 +46,11 @@ int main(int argc, char **argv)
         case 'f': config_flags |= UCS_CONFIG_PRINT_DOC; break;
         case 'a': config_flags |= UCS_CONFIG_PRINT_HIDDEN; break;
         case 'd': print_devices = 1; break;
+        case 'e': print_hooks = 1; break;
+        case 'p': print_protocols = 1; break;
+        case 'm': mem = optarg; break;
+        case 's': sizes = optarg; break;
+        case 'A': gpus = optarg; break;
         case 'h':
             ucx_info_usage(stdout);
             return EXIT_SUCCESS;
@@ -55,7 +66,13 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     }
 
-    if (!print_version && !print_build && !print_config && !print_devices) {
+    if (((mem != NULL) || (sizes != NULL) || (gpus != NULL)) && !print_protocols) {
+        fprintf(stderr, "ucx_info: -m, -s and -A go with -p\n");
+        ucx_info_usage(stderr);
+        return EXIT_FAILURE;
+    }
+    if (!print_version && !print_build && !print_config && !print_devices &&
+        !print_hooks && !print_protocols) {
         ucx_info_usage(stderr);
         return EXIT_FAILURE;
     }
@@ -86,6 +103,14 @@ int main(int argc, char **argv)
     }
     if (print_devices) {
         ucx_info_print_devices(stdout);
+        ucx_info_print_gpus(stdout);
+    }
+    if (print_hooks) {
+        ucx_info_print_hooks(stdout);
+    }
+    if (print_protocols &&
+        (ucx_info_print_protocols(stdout, mem, sizes, gpus) != 0)) {
+        return EXIT_FAILURE;
     }
     return EXIT_SUCCESS;
 }

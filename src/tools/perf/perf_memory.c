@@ -3,6 +3,7 @@
 #endif
 
 #include "perf_memory.h"
+#include "perf_cuda.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +31,15 @@ static void perf_mem_host_free(perf_mem_buf_t *buf)
     free(buf->ptr);
 }
 
-static ucs_status_t perf_mem_host_write(perf_mem_buf_t *buf, size_t offset,
-                                        const void *src, size_t length)
+ucs_status_t perf_mem_host_write(perf_mem_buf_t *buf, size_t offset, const void *src,
+                                 size_t length)
 {
     memcpy((char*)buf->ptr + offset, src, length);
     return UCS_OK;
 }
 
-static ucs_status_t perf_mem_host_read(const perf_mem_buf_t *buf, size_t offset,
-                                       void *dst, size_t length)
+ucs_status_t perf_mem_host_read(const perf_mem_buf_t *buf, size_t offset, void *dst,
+                                size_t length)
 {
     memcpy(dst, (const char*)buf->ptr + offset, length);
     return UCS_OK;
@@ -57,8 +58,9 @@ static const perf_mem_kind_t perf_mem_host = {
 };
 
 /*
- * The CUDA allocators issue 9 measures. They have names and descriptions
- * now and no ops: the loadable CUDA part registers the real entries.
+ * The CUDA allocators, by name only: a build without the CUDA headers
+ * still lists them (and refuses them with the reason); perf_mem_cuda.c
+ * replaces these entries with the real ones.
  */
 #define PERF_MEM_CUDA_PLACEHOLDER(_name, _desc, _type) \
     { .name = (_name), .description = (_desc), .mem_type = (_type), \
@@ -100,6 +102,9 @@ static void perf_mem_init_table(void)
                     sizeof(perf_mem_cuda_placeholders[0]); ++i) {
         perf_mem_kinds[perf_mem_num_kinds++] = &perf_mem_cuda_placeholders[i];
     }
+#ifdef PERF_HAVE_CUDA
+    perf_mem_cuda_register();
+#endif
 }
 
 const perf_mem_kind_t *perf_mem_kind_find(const char *name)
@@ -118,7 +123,8 @@ const perf_mem_kind_t *perf_mem_kind_find(const char *name)
 const char *perf_mem_kind_unavailable(const perf_mem_kind_t *kind)
 {
     if (kind->alloc == NULL) {
-        return "not available in this build (CUDA memory kinds come with issue 9)";
+        return "this ucx_perftest was built without the CUDA headers "
+               "(configure --with-cuda)";
     }
     return (kind->unavailable != NULL) ? kind->unavailable() : NULL;
 }
@@ -143,19 +149,64 @@ ucs_status_t perf_mem_kind_register(const perf_mem_kind_t *kind)
 
 void perf_mem_print_list(FILE *stream)
 {
-    const char *why;
+    const char *why, *said = NULL;
     unsigned i;
 
     perf_mem_init_table();
     for (i = 0; i < perf_mem_num_kinds; ++i) {
         why = perf_mem_kind_unavailable(perf_mem_kinds[i]);
         fprintf(stream, "    %16s - %s%s\n", perf_mem_kinds[i]->name,
-                perf_mem_kinds[i]->description,
-                (why != NULL) ? " [not available]" : "");
+                perf_mem_kinds[i]->description, (why != NULL) ? " [not available]" : "");
+        /* The reason once per run of kinds that share it. */
+        if ((why != NULL) && ((said == NULL) || strcmp(said, why))) {
+            fprintf(stream, "                       not available: %s\n", why);
+            said = why;
+        }
     }
 }
 
-ucs_status_t perf_mem_alloc(const perf_mem_kind_t *kind, size_t length,
+const char *perf_mem_device_unavailable(const perf_mem_kind_t *kind, unsigned device)
+{
+#ifdef PERF_HAVE_CUDA
+    static char why[96];
+    int count;
+
+    if (kind->mem_type == UCS_MEMORY_TYPE_HOST) {
+        return NULL;
+    }
+    count = perf_cuda_device_count();
+    if ((int)device >= count) {
+        snprintf(why, sizeof(why), "GPU %u does not exist (this machine has %d)", device,
+                 count);
+        return why;
+    }
+#endif
+    (void)kind;
+    (void)device;
+    return NULL;
+}
+
+ucs_status_t perf_mem_select_device(const perf_mem_kind_t *kind, unsigned device,
+                                    char *error, size_t max)
+{
+#ifdef PERF_HAVE_CUDA
+    if (kind->mem_type != UCS_MEMORY_TYPE_HOST) {
+        return perf_cuda_set_device((int)device, error, max);
+    }
+#endif
+    (void)kind;
+    (void)device;
+    (void)error;
+    (void)max;
+    return UCS_OK;
+}
+
+int perf_mem_kind_is_device(const perf_mem_kind_t *kind)
+{
+    return (kind->mem_type != UCS_MEMORY_TYPE_HOST) && !kind->cpu_access;
+}
+
+ucs_status_t perf_mem_alloc(const perf_mem_kind_t *kind, size_t length, int device,
                             perf_mem_buf_t *buf)
 {
     ucs_status_t status;
@@ -169,6 +220,7 @@ ucs_status_t perf_mem_alloc(const perf_mem_kind_t *kind, size_t length,
     }
     buf->length = length;
     buf->kind   = kind;
+    buf->device = device;
     status      = kind->alloc(length, buf);
     if (status != UCS_OK) {
         memset(buf, 0, sizeof(*buf));

@@ -6,10 +6,10 @@
  * copies to and from host memory (through which fill and check work for
  * memory the CPU cannot touch). "host" is built in. The CUDA kinds of
  * issue 9 (cuda = cudaMalloc, cuda-managed, cuda-async = cudaMallocAsync,
- * cuda-pool, cuda-vmm, ...) are listed by name so that -h and the server
- * can name them, but stay "not available in this build" until loadable
- * CUDA code registers real ops for them with perf_mem_kind_register().
- * Nothing else in the tool changes when they arrive.
+ * cuda-pool, cuda-vmm, ...) are always listed by name; perf_mem_cuda.c,
+ * built where configure found the CUDA headers, registers their ops with
+ * perf_mem_kind_register(). It loads the CUDA libraries with dlopen, so a
+ * machine without CUDA gets "not available: <reason>" for those kinds.
  */
 #ifndef PERF_MEMORY_H_
 #define PERF_MEMORY_H_
@@ -26,6 +26,7 @@ typedef struct perf_mem_buf {
     size_t                     length;
     const struct perf_mem_kind *kind;
     void                       *priv;   /**< allocator's own handle (pool, VMM handle) */
+    int                        device;  /**< GPU index for device kinds (-a) */
 } perf_mem_buf_t;
 
 /** An allocator. Static data; kinds are never unregistered. */
@@ -61,13 +62,13 @@ const perf_mem_kind_t *perf_mem_kind_find(const char *name);
 
 /**
  * Why @a kind cannot be used, or NULL when it can. A kind without
- * alloc is "not available in this build".
+ * alloc is "not available" (a build without the CUDA headers).
  */
 const char *perf_mem_kind_unavailable(const perf_mem_kind_t *kind);
 
 /**
  * Replace the entry of the same name (or add one) with @a kind: how
- * loadable allocator code (the CUDA kinds of issue 9) plugs in. @a kind
+ * allocator code (perf_mem_cuda.c) plugs in. @a kind
  * must stay valid for the life of the process. Not thread safe: call from
  * a constructor or before any test runs.
  */
@@ -77,11 +78,41 @@ ucs_status_t perf_mem_kind_register(const perf_mem_kind_t *kind);
 void perf_mem_print_list(FILE *stream);
 
 /**
- * Allocate @a length bytes of @a kind (at least one byte is allocated, so
- * that a zero-length test still has an address to register).
+ * Allocate @a length bytes of @a kind on GPU @a device (ignored by host
+ * kinds); at least one byte is allocated, so that a zero-length test
+ * still has an address to register.
  */
-ucs_status_t perf_mem_alloc(const perf_mem_kind_t *kind, size_t length,
+ucs_status_t perf_mem_alloc(const perf_mem_kind_t *kind, size_t length, int device,
                             perf_mem_buf_t *buf);
+
+/** Whether @a kind is memory of a GPU (a row that gets a raw-copy reference). */
+int perf_mem_kind_is_device(const perf_mem_kind_t *kind);
+
+/**
+ * Why GPU @a device cannot hold @a kind (it does not exist here), or NULL.
+ * Host kinds ignore the device. The reason is in a static buffer.
+ */
+const char *perf_mem_device_unavailable(const perf_mem_kind_t *kind, unsigned device);
+
+/**
+ * Make @a device this process's current GPU when @a kind is GPU memory,
+ * before any library is set up: transports bind to the device that is
+ * current, as they do in an application that works on that device.
+ */
+ucs_status_t perf_mem_select_device(const perf_mem_kind_t *kind, unsigned device,
+                                    char *error, size_t max);
+
+/**
+ * write and read of every kind the CPU can load and store (host, and CUDA
+ * managed memory): plain memcpy.
+ */
+ucs_status_t perf_mem_host_write(perf_mem_buf_t *buf, size_t offset, const void *src,
+                                 size_t length);
+ucs_status_t perf_mem_host_read(const perf_mem_buf_t *buf, size_t offset, void *dst,
+                                size_t length);
+
+/** Register the CUDA kinds (perf_mem_cuda.c; only in builds with CUDA headers). */
+void perf_mem_cuda_register(void);
 
 /** Free a buffer from perf_mem_alloc(); a zeroed buf is ignored. */
 void perf_mem_free(perf_mem_buf_t *buf);

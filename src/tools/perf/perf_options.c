@@ -24,7 +24,9 @@ enum {
     PERF_OPT_SIZES,
     PERF_OPT_TIMEOUT,
     PERF_OPT_CONNECT_RETRY,
-    PERF_OPT_ACCEPT_TIMEOUT
+    PERF_OPT_ACCEPT_TIMEOUT,
+    PERF_OPT_PROGRESS,
+    PERF_OPT_CUDA_API
 };
 
 static const struct option perf_long_options[] = {
@@ -38,6 +40,8 @@ static const struct option perf_long_options[] = {
     {"timeout",        required_argument, NULL, PERF_OPT_TIMEOUT},
     {"connect-retry",  required_argument, NULL, PERF_OPT_CONNECT_RETRY},
     {"accept-timeout", required_argument, NULL, PERF_OPT_ACCEPT_TIMEOUT},
+    {"progress",       no_argument,       NULL, PERF_OPT_PROGRESS},
+    {"cuda-api",       required_argument, NULL, PERF_OPT_CUDA_API},
     {NULL, 0, NULL, 0}
 };
 
@@ -46,7 +50,7 @@ static const struct option perf_long_options[] = {
  * they are refused by name rather than as unknown, so that a user running
  * an upstream command line learns which part is missing.
  */
-static const char perf_upstream_only[] = "iBbNAHTMCUrEeza";
+static const char perf_upstream_only[] = "iBbNAHTMCUrEez";
 
 void perf_options_usage(FILE *stream)
 {
@@ -69,6 +73,11 @@ void perf_options_usage(FILE *stream)
 "                    memory type of message for sender and receiver (host):\n");
     perf_mem_print_list(stream);
     fprintf(stream,
+"     -a <dev>[,<dev>] GPU of the sender's and the receiver's buffers (0);\n"
+"                    e.g. -a 0,1 moves GPU0 -> GPU1\n"
+"     --cuda-api <api> how the kinds with a CUDA runtime call allocate:\n"
+"                    auto (cudart when it works here, else the driver),\n"
+"                    runtime (cudaMalloc, cudaMallocAsync, ...) or driver\n"
 "     -n <iters>     number of iterations to run (%d)\n"
 "     -w <iters>     number of warm-up iterations (%d)\n"
 "     -c <cpulist>   set affinity to this CPU list (off); with -L the client\n"
@@ -91,9 +100,13 @@ void perf_options_usage(FILE *stream)
 "\n"
 "  Output format:\n"
 "     -f             print only final numbers (no header, no progress line)\n"
+"     --progress     print the progress line on stderr even when it is no tty\n"
 "     -v, --csv      print CSV-formatted output\n"
 "     --json         print JSON output\n"
 "     -I             print extra information about the transport used\n"
+"  GPU rows also show the raw-copy reference (cuMemcpyDtoDAsync between\n"
+"  the same GPUs, same size and window, measured in the same run) and the\n"
+"  bandwidth as a percentage of it; \"protocol\" is what libucp chose.\n"
 "\n"
 "  UCT only:\n"
 "     -d <device>    device to use for testing (first device of the transport)\n"
@@ -324,6 +337,43 @@ static int perf_parse_mem(const char *str, perf_params_t *params)
     return 0;
 }
 
+/* "0" or "0,1": GPU of the sender's and of the receiver's buffers. */
+static int perf_parse_devices(const char *str, perf_params_t *params)
+{
+    char buf[64], *comma;
+    unsigned dev[PERF_SIDE_LAST];
+
+    snprintf(buf, sizeof(buf), "%s", str);
+    comma = strchr(buf, ',');
+    if (comma != NULL) {
+        *comma = '\0';
+    }
+    if ((perf_parse_unsigned(buf, 1023, &dev[PERF_SIDE_SEND]) < 0) ||
+        (perf_parse_unsigned((comma != NULL) ? comma + 1 : buf, 1023,
+                             &dev[PERF_SIDE_RECV]) < 0)) {
+        perf_print_error("-a: '%s' is not a GPU index or a pair such as 0,1", str);
+        return -1;
+    }
+    params->device[PERF_SIDE_SEND] = dev[PERF_SIDE_SEND];
+    params->device[PERF_SIDE_RECV] = dev[PERF_SIDE_RECV];
+    return 0;
+}
+
+static int perf_parse_cuda_api(const char *str, perf_options_t *opts)
+{
+    static const char *const names[] = {"auto", "runtime", "driver"};
+    int i;
+
+    for (i = 0; i < 3; ++i) {
+        if (!strcmp(str, names[i])) {
+            opts->cuda_api = i;
+            return 0;
+        }
+    }
+    perf_print_error("--cuda-api: '%s' is not auto, runtime or driver", str);
+    return -1;
+}
+
 static int perf_parse_layout(const char *str, perf_params_t *params)
 {
     int i;
@@ -423,7 +473,7 @@ perf_parse_result_t perf_options_parse(int argc, char **argv, perf_options_t *op
     perf_options_defaults(opts);
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":t:s:n:w:m:c:O:W:R:p:d:x:D:lLoV6hfvI"
+    while ((c = getopt_long(argc, argv, ":t:s:n:w:m:a:c:O:W:R:p:d:x:D:lLoV6hfvI"
                             "i:Bb:NA:H:T:M:CUr:E:ez", perf_long_options, NULL)) != -1) {
         switch (c) {
         case 't':
@@ -463,6 +513,18 @@ perf_parse_result_t perf_options_parse(int argc, char **argv, perf_options_t *op
             }
             opts->given |= PERF_GIVEN_MEM;
             break;
+        case 'a':
+            if (perf_parse_devices(optarg, &opts->params) < 0) {
+                goto err;
+            }
+            opts->given |= PERF_GIVEN_DEVICE;
+            break;
+        case PERF_OPT_CUDA_API:
+            if (perf_parse_cuda_api(optarg, opts) < 0) {
+                goto err;
+            }
+            break;
+        case PERF_OPT_PROGRESS: opts->progress = 1; break;
         case 'c':
             if (perf_parse_cpus(optarg, opts) < 0) {
                 goto err;

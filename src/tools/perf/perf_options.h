@@ -35,7 +35,8 @@ enum {
     PERF_GIVEN_LAYOUT = 1u << 3,
     PERF_GIVEN_MEM    = 1u << 4,
     PERF_GIVEN_SIZE   = 1u << 5,
-    PERF_GIVEN_ITERS  = 1u << 6
+    PERF_GIVEN_ITERS  = 1u << 6,
+    PERF_GIVEN_DEVICE = 1u << 7
 };
 
 /** The parsed command line. */
@@ -55,6 +56,8 @@ typedef struct perf_options {
     unsigned      num_cpus;
     double        connect_retry;  /**< --connect-retry: seconds to retry a refused connect */
     double        accept_timeout; /**< --accept-timeout: server waits this long (<= 0: forever) */
+    int           progress;     /**< --progress: progress line even when stderr is no tty */
+    int           cuda_api;     /**< --cuda-api: a perf_cuda_api_t (0: auto) */
 } perf_options_t;
 
 /** What perf_options_parse() decided. */

@@ -12,7 +12,7 @@
 #include "perf_options.h"
 
 /** Number of CSV columns (the test script checks every line has them). */
-#define PERF_OUTPUT_CSV_COLUMNS 14
+#define PERF_OUTPUT_CSV_COLUMNS 19
 
 /** State of one output document. */
 typedef struct perf_output {

@@ -3,6 +3,7 @@
 #endif
 
 #include "perf_session.h"
+#include "perf_cuda.h"
 #include "perf_memory.h"
 #include "perf_oob.h"
 #include "perf_output.h"
@@ -20,7 +21,13 @@
 #include <unistd.h>
 
 /* Bumped whenever a message layout changes: both sides must be this build. */
-#define PERF_PROTOCOL_VERSION 1
+#define PERF_PROTOCOL_VERSION 2
+
+/* The raw-copy reference: at most this many copies, and at most this many
+ * bytes, so that it adds well under a second to a row. */
+#define PERF_RAW_MAX_ITERS  10000
+#define PERF_RAW_MAX_BYTES  (32ull << 30)
+#define PERF_RAW_WINDOW     128 /* stream tests without -W: the UCP send window */
 
 /* Pin this process to @a cpus; a failure is reported and ignored (the run
  * is still valid, only noisier). */
@@ -82,8 +89,12 @@ static int perf_session_check_local(const perf_params_t *params, perf_run_t *run
             return -1;
         }
         why = perf_mem_kind_unavailable(run->mem[side]);
+        if (why == NULL) {
+            why = perf_mem_device_unavailable(run->mem[side], params->device[side]);
+        }
         if (why != NULL) {
-            perf_run_set_error(run, "memory type '%s': %s", params->mem_kind[side], why);
+            perf_run_set_error(run, "memory type '%s' is not available: %s",
+                               params->mem_kind[side], why);
             return -1;
         }
     }
@@ -137,6 +148,15 @@ static int perf_session_check_server(const perf_options_t *opts,
         snprintf(buf[1], sizeof(buf[1]), "%zu", params->msg_size);
         return perf_session_match(run, "-s (total)", buf[0], buf[1]);
     }
+    if ((opts->given & PERF_GIVEN_DEVICE) &&
+        ((mine->device[PERF_SIDE_SEND] != params->device[PERF_SIDE_SEND]) ||
+         (mine->device[PERF_SIDE_RECV] != params->device[PERF_SIDE_RECV]))) {
+        snprintf(buf[0], sizeof(buf[0]), "%u,%u", mine->device[PERF_SIDE_SEND],
+                 mine->device[PERF_SIDE_RECV]);
+        snprintf(buf[1], sizeof(buf[1]), "%u,%u", params->device[PERF_SIDE_SEND],
+                 params->device[PERF_SIDE_RECV]);
+        return perf_session_match(run, "-a", buf[0], buf[1]);
+    }
     if ((opts->given & PERF_GIVEN_ITERS) && (mine->iters != params->iters)) {
         snprintf(buf[0], sizeof(buf[0]), "%llu", (unsigned long long)mine->iters);
         snprintf(buf[1], sizeof(buf[1]), "%llu", (unsigned long long)params->iters);
@@ -186,13 +206,70 @@ static void perf_session_init_progress(const perf_options_t *opts, const perf_ru
                                        perf_progress_t *progress)
 {
     memset(progress, 0, sizeof(*progress));
-    progress->enabled  = (opts->format == PERF_FORMAT_TABLE) && !opts->final_only;
     progress->is_tty   = isatty(STDERR_FILENO);
+    progress->enabled  = (opts->format == PERF_FORMAT_TABLE) && !opts->final_only &&
+                         (progress->is_tty || opts->progress);
     progress->total    = run->params->iters;
     progress->msg_size = run->params->msg_size;
     progress->pingpong = (run->test->pattern == PERF_PATTERN_PINGPONG);
     snprintf(progress->label, sizeof(progress->label), "%s %zu B", run->test->name,
              run->params->msg_size);
+}
+
+/*
+ * The GPU of this process's side is current before the driver sets up. A
+ * failure is only printed: the driver still runs, so that both sides stay
+ * in step, and its allocation on that GPU then fails with the reason.
+ */
+static void perf_session_select_device(perf_run_t *run, int side)
+{
+    char error[PERF_ERROR_MAX];
+
+    if (perf_mem_select_device(run->mem[side], run->params->device[side], error,
+                               sizeof(error)) != UCS_OK) {
+        perf_print_error("%s", error);
+    }
+}
+
+/*
+ * The raw-copy reference of a row whose both buffers are GPU memory: the
+ * same size, GPUs and window as the test, in this process, after the test
+ * (so that it does not disturb it). A failure leaves the row without a
+ * reference and says why on stderr; the measured row itself stands.
+ */
+static void perf_session_raw_reference(perf_run_t *run)
+{
+#ifdef PERF_HAVE_CUDA
+    const perf_params_t *params = run->params;
+    uint64_t iters              = params->iters;
+    size_t size                 = (params->msg_size > 0) ? params->msg_size : 1;
+    char error[PERF_ERROR_MAX]  = "";
+    unsigned window;
+    double seconds;
+
+    if ((run->mem[PERF_SIDE_SEND]->mem_type == UCS_MEMORY_TYPE_HOST) ||
+        (run->mem[PERF_SIDE_RECV]->mem_type == UCS_MEMORY_TYPE_HOST)) {
+        return;
+    }
+    if (iters > PERF_RAW_MAX_ITERS) {
+        iters = PERF_RAW_MAX_ITERS;
+    }
+    if (iters * size > PERF_RAW_MAX_BYTES) {
+        iters = (PERF_RAW_MAX_BYTES / size > 0) ? PERF_RAW_MAX_BYTES / size : 1;
+    }
+    window = (run->test->pattern == PERF_PATTERN_PINGPONG) ? 1 :
+             (params->window > 0) ? params->window : PERF_RAW_WINDOW;
+    if ((perf_cuda_raw_copy(params->device[PERF_SIDE_SEND], params->device[PERF_SIDE_RECV],
+                            size, iters, window, &seconds, error, sizeof(error)) == UCS_OK) &&
+        (seconds > 0.0)) {
+        run->result.raw_bandwidth = (double)size * (double)iters / seconds;
+    } else {
+        perf_print_error("%s %zu B: no raw-copy reference: %s", run->test->name, size,
+                         error);
+    }
+#else
+    (void)run;
+#endif
 }
 
 /*
@@ -254,11 +331,13 @@ static int perf_session_client(const perf_options_t *opts, perf_oob_t *oob)
 
         perf_session_init_progress(opts, &run, &progress);
         run.progress = &progress;
-        status       = perf_driver_get(run.test->api)->run(&run);
+        perf_session_select_device(&run, PERF_SIDE_SEND);
+        status = perf_driver_get(run.test->api)->run(&run);
         if (status != UCS_OK) {
             snprintf(error, sizeof(error), "%s", run.error);
             break;
         }
+        perf_session_raw_reference(&run);
         perf_output_result(&out, &run);
     }
 
@@ -344,6 +423,7 @@ static int perf_session_serve(const perf_options_t *opts, perf_oob_t *oob, int q
         run.params = &params;
         run.role   = PERF_ROLE_RESPONDER;
         run.oob    = oob;
+        perf_session_select_device(&run, PERF_SIDE_RECV);
         status     = perf_driver_get(run.test->api)->run(&run);
         if (status != UCS_OK) {
             if (!quiet) {

@@ -2,9 +2,8 @@
 #  include "config.h"
 #endif
 
+#include "perf_ucp.h"
 #include "perf_tests.h"
-#include "perf_memory.h"
-#include "perf_oob.h"
 #include "perf_stats.h"
 #include "perf_time.h"
 #include "perf_wire.h"
@@ -16,7 +15,7 @@
 #include <string.h>
 
 /*
- * The UCP driver: tag_lat, tag_bw, tag_sync_lat over host memory.
+ * The UCP driver: tag_lat, tag_bw, tag_sync_lat over any memory kind.
  *
  * Each side has one ucp context, one worker (two workers of one context
  * when both sides live in this process), a send buffer holding the test
@@ -45,66 +44,9 @@
  * receive posted, so that no other message may land in the buffer between
  * completion and check.
  *
- * Memory kinds other than host are not available here yet (issue 9).
+ * GPU buffers go to libucp without a memory type: it detects them, as it
+ * does for an application. One-sided tests are in perf_ucp_rma.c.
  */
-
-#define PERF_UCP_TAG_DATA   0x7065726644415441ull /* "perfDATA" */
-#define PERF_UCP_TAG_ACK    0x7065726641434b21ull /* "perfACK!" */
-#define PERF_UCP_TAG_MASK   UINT64_MAX
-#define PERF_UCP_SEED_DATA  0x5a
-#define PERF_UCP_SEED_STALE 0xc3
-#define PERF_UCP_RX_WINDOW  32    /**< tag_bw: receives kept posted */
-#define PERF_UCP_TX_WINDOW  128   /**< tag_bw: unfinished sends at most */
-#define PERF_UCP_CHECK_SPINS 4096 /**< progress calls between two checks */
-#define PERF_UCP_CLOSE_TIMEOUT 2.0 /**< seconds an endpoint close may take */
-
-typedef struct perf_ucp_ctx perf_ucp_ctx_t;
-
-/** One end of the test. */
-typedef struct perf_ucp_side {
-    perf_ucp_ctx_t *ctx;
-    int            index;        /**< PERF_SIDE_SEND (initiator) or PERF_SIDE_RECV */
-    ucp_worker_h   worker;
-    ucp_ep_h       ep;
-    ucp_address_t  *address;
-    size_t         address_length;
-    perf_mem_buf_t sbuf;         /**< holds the test pattern; every send reads it */
-    perf_mem_buf_t rbuf;         /**< every data receive writes it */
-    uint64_t       ack_value;    /**< payload of acks */
-    uint64_t       ack_rx_value; /**< where acks land */
-
-    /* Counters: written by completions, read by the loops. */
-    uint64_t       rx_posted;    /**< data receives posted */
-    uint64_t       rx_count;     /**< ... of which completed */
-    uint64_t       tx_posted;    /**< sends started */
-    uint64_t       tx_completed; /**< ... of which completed */
-    uint64_t       replies;      /**< responder: pongs or acks sent */
-    uint64_t       acks_posted;  /**< initiator: ack receives posted */
-    uint64_t       acks;         /**< initiator: acks received */
-    ucs_status_t   async_status; /**< first failed operation */
-
-    /* Validation (-V). */
-    uint64_t       bad;
-    char           bad_what[160];
-} perf_ucp_side_t;
-
-typedef void (*perf_ucp_step_func_t)(perf_ucp_side_t *side);
-
-struct perf_ucp_ctx {
-    perf_run_t           *run;
-    const perf_params_t  *params;
-    ucp_context_h        context;
-    int                  loopback;
-    int                  validate;
-    int                  sync;        /**< tag_sync_lat */
-    uint64_t             total;       /**< warm-up + measured iterations */
-    unsigned             rx_window;   /**< tag_bw responder: receives kept posted */
-    perf_ucp_side_t      sides[PERF_SIDE_LAST];
-    perf_ucp_step_func_t resp_step;   /**< NULL when the responder is remote */
-    perf_oob_state_t oob_state;
-    uint64_t             activity;
-    char                 tls[PERF_NAME_MAX];
-};
 
 static int perf_ucp_side_is_local(const perf_ucp_ctx_t *ctx, int index)
 {
@@ -112,10 +54,7 @@ static int perf_ucp_side_is_local(const perf_ucp_ctx_t *ctx, int index)
                                                           PERF_ROLE_RESPONDER)) != 0;
 }
 
-static void perf_ucp_record_bad(perf_ucp_side_t *side, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void perf_ucp_record_bad(perf_ucp_side_t *side, const char *fmt, ...)
+void perf_ucp_record_bad(perf_ucp_side_t *side, const char *fmt, ...)
 {
     va_list ap;
 
@@ -126,7 +65,7 @@ static void perf_ucp_record_bad(perf_ucp_side_t *side, const char *fmt, ...)
     }
 }
 
-static void perf_ucp_set_async(perf_ucp_side_t *side, ucs_status_t status)
+void perf_ucp_set_async(perf_ucp_side_t *side, ucs_status_t status)
 {
     if (side->async_status == UCS_OK) {
         side->async_status = status;
@@ -196,25 +135,32 @@ static void perf_ucp_ack_cb(void *request, ucs_status_t status,
     ucp_request_free(request);
 }
 
-static ucs_status_t perf_ucp_op_failed(perf_ucp_side_t *side, const char *what,
-                                       ucs_status_t status)
+ucs_status_t perf_ucp_op_failed(perf_ucp_side_t *side, const char *what,
+                                ucs_status_t status)
 {
     perf_run_set_error(side->ctx->run, "%s failed: %s", what, ucs_status_string(status));
     return status;
 }
 
+void perf_ucp_param_mem_type(ucp_request_param_t *param, const perf_mem_kind_t *kind)
+{
+    if ((kind == NULL) || (kind->mem_type == UCS_MEMORY_TYPE_HOST)) {
+        param->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        param->memory_type   = UCS_MEMORY_TYPE_HOST;
+    }
+}
+
 /* Start a send of @a length bytes of @a buffer with @a tag. */
-static inline ucs_status_t perf_ucp_send(perf_ucp_side_t *side, const void *buffer,
-                                         size_t length, ucp_tag_t tag, int sync)
+ucs_status_t perf_ucp_send(perf_ucp_side_t *side, const void *buffer, size_t length,
+                           ucp_tag_t tag, int sync)
 {
     ucp_request_param_t param;
     ucs_status_ptr_t sptr;
 
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send      = perf_ucp_send_cb;
     param.user_data    = side;
-    param.memory_type  = side->sbuf.kind->mem_type;
+    perf_ucp_param_mem_type(&param, (buffer == side->sbuf.ptr) ? side->sbuf.kind : NULL);
     sptr = sync ? ucp_tag_send_sync_nbx(side->ep, buffer, length, tag, &param) :
                   ucp_tag_send_nbx(side->ep, buffer, length, tag, &param);
     ++side->tx_posted;
@@ -251,10 +197,10 @@ static inline ucs_status_t perf_ucp_post_recv(perf_ucp_side_t *side)
         }
     }
     param.op_attr_mask      = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                              UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+                              UCP_OP_ATTR_FIELD_RECV_INFO;
     param.cb.recv           = perf_ucp_recv_cb;
     param.user_data         = side;
-    param.memory_type       = side->rbuf.kind->mem_type;
+    perf_ucp_param_mem_type(&param, side->rbuf.kind);
     param.recv_info.tag_info = &info;
     rptr = ucp_tag_recv_nbx(side->worker, side->rbuf.ptr, msg_size, PERF_UCP_TAG_DATA,
                             PERF_UCP_TAG_MASK, &param);
@@ -269,7 +215,7 @@ static inline ucs_status_t perf_ucp_post_recv(perf_ucp_side_t *side)
 }
 
 /* Initiator (tag_bw): post one ack receive. */
-static ucs_status_t perf_ucp_post_ack(perf_ucp_side_t *side)
+ucs_status_t perf_ucp_post_ack(perf_ucp_side_t *side)
 {
     ucp_request_param_t param;
     ucs_status_ptr_t rptr;
@@ -403,7 +349,7 @@ static ucs_status_t perf_ucp_check(perf_ucp_ctx_t *ctx, const char *what,
     return UCS_OK;
 }
 
-static inline void perf_ucp_progress(perf_ucp_ctx_t *ctx)
+void perf_ucp_progress(perf_ucp_ctx_t *ctx)
 {
     int i;
 
@@ -418,8 +364,8 @@ static inline void perf_ucp_progress(perf_ucp_ctx_t *ctx)
 }
 
 /* Progress until *@a counter >= @a target. */
-static ucs_status_t perf_ucp_wait(perf_ucp_ctx_t *ctx, const uint64_t *counter,
-                                  uint64_t target, const char *what)
+ucs_status_t perf_ucp_wait(perf_ucp_ctx_t *ctx, const uint64_t *counter,
+                           uint64_t target, const char *what)
 {
     uint64_t deadline = 0;
     unsigned spins    = 0;
@@ -439,7 +385,7 @@ static ucs_status_t perf_ucp_wait(perf_ucp_ctx_t *ctx, const uint64_t *counter,
 }
 
 /* Wait for every send of @a side to complete. */
-static ucs_status_t perf_ucp_drain(perf_ucp_side_t *side)
+ucs_status_t perf_ucp_drain(perf_ucp_side_t *side)
 {
     return perf_ucp_wait(side->ctx, &side->tx_completed, side->tx_posted,
                          "sends to complete");
@@ -588,7 +534,6 @@ static ucs_status_t perf_ucp_run_test(perf_ucp_ctx_t *ctx)
 {
     int pingpong = (ctx->run->test->pattern == PERF_PATTERN_PINGPONG);
 
-    ctx->total     = ctx->params->warmup + ctx->params->iters;
     ctx->rx_window = ctx->validate ? 1 : PERF_UCP_RX_WINDOW;
     if (ctx->run->role == PERF_ROLE_RESPONDER) {
         return perf_ucp_run_responder(ctx);
@@ -611,12 +556,6 @@ static ucs_status_t perf_ucp_setup_side(perf_ucp_ctx_t *ctx, perf_ucp_side_t *si
     ucp_worker_params_t wparams;
     ucs_status_t status;
 
-    if (kind->mem_type != UCS_MEMORY_TYPE_HOST) {
-        perf_run_set_error(ctx->run, "memory type '%s' is not available for UCP tests "
-                           "in this build (host only until issue 9)", kind->name);
-        return UCS_ERR_UNSUPPORTED;
-    }
-
     memset(&wparams, 0, sizeof(wparams));
     wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
@@ -635,9 +574,9 @@ static ucs_status_t perf_ucp_setup_side(perf_ucp_ctx_t *ctx, perf_ucp_side_t *si
         return status;
     }
 
-    status = perf_mem_alloc(kind, length, &side->sbuf);
+    status = perf_mem_alloc(kind, length, ctx->params->device[side->index], &side->sbuf);
     if (status == UCS_OK) {
-        status = perf_mem_alloc(kind, length, &side->rbuf);
+        status = perf_mem_alloc(kind, length, ctx->params->device[side->index], &side->rbuf);
     }
     if (status != UCS_OK) {
         perf_run_set_error(ctx->run, "cannot allocate %zu bytes of %s memory", length,
@@ -674,7 +613,7 @@ static ucs_status_t perf_ucp_setup(perf_ucp_ctx_t *ctx)
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_TAG;
+    params.features   = perf_ucp_rma_features(ctx);
     status = ucp_init(&params, config, &ctx->context);
     ucp_config_release(config);
     if (status != UCS_OK) {
@@ -797,6 +736,7 @@ static void perf_ucp_cleanup(perf_ucp_ctx_t *ctx, int force)
     int i;
 
     ctx->resp_step = NULL;
+    perf_ucp_rma_cleanup(ctx);
     for (i = 0; i < PERF_SIDE_LAST; ++i) {
         if (ctx->sides[i].ep != NULL) {
             perf_ucp_close_ep(ctx, &ctx->sides[i], force);
@@ -836,9 +776,9 @@ static ucs_status_t perf_ucp_run(perf_run_t *run)
         ctx.sides[i].index = i;
     }
 
-    if ((run->test->op != PERF_OP_TAG) && (run->test->op != PERF_OP_TAG_SYNC)) {
-        perf_run_set_error(run, "%s: not available in this build (UCP RMA comes with a "
-                           "later issue)", run->test->name);
+    if ((run->test->flags & PERF_TEST_FLAG_ONE_SIDED) &&
+        (perf_ucp_rma_unavailable() != NULL)) {
+        perf_run_set_error(run, "%s: %s", run->test->name, perf_ucp_rma_unavailable());
         status = UCS_ERR_UNSUPPORTED;
     } else if (run->params->sg_count > 1) {
         perf_run_set_error(run, "%s: scatter-gather lists (-s a,b,...) are not supported "
@@ -848,6 +788,9 @@ static ucs_status_t perf_ucp_run(perf_run_t *run)
         status = perf_ucp_setup(&ctx);
     }
     status = perf_ucp_wireup(&ctx, status);
+    if (run->test->flags & PERF_TEST_FLAG_ONE_SIDED) {
+        status = perf_ucp_rma_wireup(&ctx, status);
+    }
     if (status == UCS_OK) {
         /* UCX_TLS lists transports with commas; CSV output must not. */
         snprintf(run->result.transport, sizeof(run->result.transport), "ucp/%s",
@@ -855,10 +798,16 @@ static ucs_status_t perf_ucp_run(perf_run_t *run)
         for (p = run->result.transport; *p != '\0'; ++p) {
             *p = (*p == ',') ? '+' : *p;
         }
-        snprintf(run->result.info, sizeof(run->result.info), "ucp tag %s, eager, "
-                 "UCX_TLS=%s", ctx.sync ? "sync send" : "send", run->result.transport + 4);
         run->result.layout = PERF_LAYOUT_AUTO;
-        status = perf_ucp_run_test(&ctx);
+        ctx.total          = ctx.params->warmup + ctx.params->iters;
+        status = (run->test->flags & PERF_TEST_FLAG_ONE_SIDED) ? perf_ucp_rma_run(&ctx) :
+                                                                 perf_ucp_run_test(&ctx);
+        if ((status == UCS_OK) && (run->role != PERF_ROLE_RESPONDER)) {
+            perf_ucp_proto_describe(&ctx);
+            snprintf(run->result.info, sizeof(run->result.info), "ucp %s, protocol %s, "
+                     "UCX_TLS=%s", perf_op_name(run->test->op), run->result.proto,
+                     run->result.transport + 4);
+        }
     }
     status = perf_ucp_finish(&ctx, status);
 
@@ -877,6 +826,7 @@ static ucs_status_t perf_ucp_run(perf_run_t *run)
     /* Both sides close their endpoints before either destroys its worker,
      * so that no side sees the other's transport go away under an open
      * endpoint (which libucp reports as a failed peer). */
+    perf_ucp_rma_cleanup(&ctx);
     if ((status == UCS_OK) && !ctx.loopback) {
         for (i = 0; i < PERF_SIDE_LAST; ++i) {
             if (ctx.sides[i].ep != NULL) {

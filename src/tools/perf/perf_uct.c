@@ -201,7 +201,7 @@ static ucs_status_t perf_uct_alloc_buffer(perf_uct_ctx_t *ctx, perf_uct_side_t *
         return UCS_OK;
     }
 
-    status = perf_mem_alloc(kind, length, &side->buf);
+    status = perf_mem_alloc(kind, length, ctx->params->device[side->index], &side->buf);
     if (status != UCS_OK) {
         perf_run_set_error(ctx->run, "cannot allocate %zu bytes of %s memory: %s",
                            length, kind->name, ucs_status_string(status));
@@ -596,6 +596,10 @@ static void perf_uct_describe(perf_uct_ctx_t *ctx)
              perf_uct_limit(l[7], 32, f, UCT_IFACE_FLAG_GET_ZCOPY, a->cap.get.max_zcopy),
              (f & UCT_IFACE_FLAG_CONNECT_TO_IFACE) ? "iface" : "ep");
     result->layout = ctx->layout;
+    /* A UCT test chooses its own protocol: the operation in its layout. */
+    snprintf(result->proto, sizeof(result->proto), "%s_%s/%s",
+             perf_op_name(ctx->run->test->op), perf_layout_names[ctx->layout],
+             ctx->resource.tl_name);
 }
 
 /* Open the md, worker and the local sides' ifaces; choose the layout. */
@@ -757,22 +761,14 @@ static ucs_status_t perf_uct_run(perf_run_t *run)
 }
 
 /* The self transport reaches only its own process. */
+/*
+ * Decided by name, without opening any transport: opening one here, in the
+ * parent of -L, would initialize CUDA (the cuda transports do) before the
+ * fork, and a CUDA driver cannot be used in a child forked after cuInit.
+ */
 static int perf_uct_single_process(const perf_params_t *params)
 {
-    perf_run_t run;
-    perf_uct_ctx_t ctx;
-    int single;
-
-    memset(&run, 0, sizeof(run));
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.run = &run;
-    if (perf_uct_find_resource(&ctx, params) != UCS_OK) {
-        single = 0; /* the run itself reports the missing transport */
-    } else {
-        single = (ctx.resource.dev_type == UCT_DEVICE_TYPE_SELF);
-    }
-    perf_uct_cleanup(&ctx);
-    return single;
+    return !strcmp(params->tl_name, "self");
 }
 
 static const char *perf_uct_unavailable(void)

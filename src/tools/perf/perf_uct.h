@@ -91,6 +91,9 @@ struct perf_uct_ctx {
     uct_iface_attr_t       iface_attr;
     perf_layout_t          layout;        /**< AUTO resolved for this size */
     int                    loopback;      /**< both sides in this process */
+    int                    oob_ctl;       /**< one-sided test over a transport without
+                                               am (cuda_ipc, cuda_copy): its end is an
+                                               out-of-band exchange instead of an am */
     perf_uct_side_t        sides[PERF_SIDE_LAST];
     perf_uct_step_func_t   resp_step;     /**< NULL when the responder is remote */
     uint64_t               total;         /**< warm-up + measured iterations */

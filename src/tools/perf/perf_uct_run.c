@@ -128,8 +128,13 @@ ucs_status_t perf_uct_select_layout(perf_uct_ctx_t *ctx)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    /* Credits, replies and the end of one-sided tests are small AMs. */
-    if (!(attr->cap.flags & (UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY))) {
+    /* Credits, replies and the end of one-sided tests are small AMs; a
+     * one-sided test over a transport without them (GPU copy engines)
+     * ends with an out-of-band exchange instead. */
+    ctx->oob_ctl = !(attr->cap.flags & (UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY)) &&
+                   (ctx->run->test->flags & PERF_TEST_FLAG_ONE_SIDED);
+    if (!(attr->cap.flags & (UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY)) &&
+        !ctx->oob_ctl) {
         perf_run_set_error(ctx->run, "%s/%s has no am short or am bcopy, which the test "
                            "needs for its control messages", ctx->resource.tl_name,
                            ctx->resource.dev_name);
@@ -569,7 +574,14 @@ static ucs_status_t perf_uct_run_responder(perf_uct_ctx_t *ctx)
         ctx->run->oob->timeout = 0;
         return UCS_OK;
     }
-    status = perf_uct_wait(ctx, &side->fin, 1, "the end of the initiator's transfers");
+    if (ctx->oob_ctl) {
+        /* The initiator's end is this exchange; its transfers need no
+         * progress here, so waiting in the channel is all there is to do. */
+        ctx->run->oob->timeout = 0;
+        status = perf_run_exchange(ctx->run, &ctx->oob_state, NULL, 0, NULL, NULL);
+    } else {
+        status = perf_uct_wait(ctx, &side->fin, 1, "the end of the initiator's transfers");
+    }
     if ((status == UCS_OK) && (test->op == PERF_OP_PUT) &&
         (ctx->params->flags & PERF_FLAG_VALIDATE) &&
         (perf_mem_check(&side->buf, 0, ctx->params->msg_size, PERF_UCT_SEED_DATA,
@@ -701,8 +713,11 @@ static ucs_status_t perf_uct_run_initiator(perf_uct_ctx_t *ctx)
                           &ctx->run->result);
         status = perf_uct_drain(side);
     }
-    if ((status == UCS_OK) && (test->op != PERF_OP_AM) &&
+    if ((status == UCS_OK) && ctx->oob_ctl && !ctx->loopback &&
         !(ctx->params->flags & PERF_FLAG_NO_RESP_PROGRESS)) {
+        status = perf_run_exchange(ctx->run, &ctx->oob_state, NULL, 0, NULL, NULL);
+    } else if ((status == UCS_OK) && (test->op != PERF_OP_AM) && !ctx->oob_ctl &&
+               !(ctx->params->flags & PERF_FLAG_NO_RESP_PROGRESS)) {
         status = perf_uct_send_ctl_blocking(side, PERF_UCT_AM_FIN, ctx->total);
         if ((status == UCS_OK) && ctx->loopback) {
             status = perf_uct_wait(ctx, &ctx->sides[PERF_SIDE_RECV].fin, 1, "the end");

@@ -202,6 +202,8 @@ void perf_params_pack(const perf_params_t *params, perf_wire_out_t *out)
     perf_wire_put_u32(out, params->flags);
     perf_wire_put_double(out, params->percentile);
     perf_wire_put_double(out, params->timeout);
+    perf_wire_put_u32(out, params->device[PERF_SIDE_SEND]);
+    perf_wire_put_u32(out, params->device[PERF_SIDE_RECV]);
 }
 
 ucs_status_t perf_params_unpack(const void *data, size_t length, perf_params_t *params,
@@ -237,6 +239,8 @@ ucs_status_t perf_params_unpack(const void *data, size_t length, perf_params_t *
     params->flags       = perf_wire_get_u32(&in);
     params->percentile  = perf_wire_get_double(&in);
     params->timeout     = perf_wire_get_double(&in);
+    params->device[PERF_SIDE_SEND] = perf_wire_get_u32(&in);
+    params->device[PERF_SIDE_RECV] = perf_wire_get_u32(&in);
 
     if (in.failed || (in.offset != in.length) || (params->layout >= PERF_LAYOUT_LAST) ||
         (sum != params->msg_size) || (params->iters == 0) || !(params->percentile > 0.0) ||

@@ -3,6 +3,7 @@
 #endif
 
 #include "perftest.h"
+#include "perf_cuda.h"
 #include "perf_options.h"
 #include "perf_session.h"
 #include "perf_time.h"
@@ -65,6 +66,10 @@ int main(int argc, char **argv)
         perf_print_error("invalid UCX configuration: %s", ucs_status_string(status));
         return EXIT_FAILURE;
     }
+
+#ifdef PERF_HAVE_CUDA
+    perf_cuda_set_api((perf_cuda_api_t)opts.cuda_api);
+#endif
 
     /* A peer that exits mid-run must show up as an error, not kill us. */
     signal(SIGPIPE, SIG_IGN);

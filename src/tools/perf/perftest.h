@@ -73,6 +73,7 @@ typedef struct perf_params {
     char          tl_name[PERF_NAME_MAX];   /**< UCT transport (-x) */
     char          dev_name[PERF_NAME_MAX];  /**< UCT device (-d); "" = first device */
     char          mem_kind[PERF_SIDE_LAST][PERF_NAME_MAX]; /**< -m send,recv */
+    uint32_t      device[PERF_SIDE_LAST];   /**< GPU of each side's buffers (-a) */
     perf_layout_t layout;                   /**< -D */
     unsigned      sg_count;                 /**< elements of sg[] */
     size_t        sg[PERF_MAX_SG];          /**< scatter-gather sizes (-s) */
@@ -102,6 +103,8 @@ typedef struct perf_result {
     perf_layout_t layout;        /**< the layout actually used (AUTO resolved) */
     char          transport[2 * PERF_NAME_MAX]; /**< "tl/dev" that carried the data */
     char          info[512];     /**< the driver's description of the path (-I) */
+    char          proto[2 * PERF_NAME_MAX]; /**< "protocol/transport" libucp chose, or "-" */
+    double        raw_bandwidth; /**< GPU rows: the raw-copy reference in bytes/s; 0: none */
 } perf_result_t;
 
 /** Which side(s) of a test this process plays. */

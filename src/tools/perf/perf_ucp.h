@@ -1,0 +1,140 @@
+/**
+ * @file perf_ucp.h
+ * The UCP driver's state, shared by its files: perf_ucp.c (setup, wire-up,
+ * the tag tests, waiting) and perf_ucp_rma.c (ucp_put_bw, ucp_get_bw), and
+ * perf_ucp_proto.c (which protocol carried the data). Internal to
+ * ucx_perftest.
+ */
+#ifndef PERF_UCP_H_
+#define PERF_UCP_H_
+
+#include "perftest.h"
+#include "perf_memory.h"
+#include "perf_oob.h"
+
+#include <ucp/api/ucp.h>
+
+#define PERF_UCP_TAG_DATA   0x7065726644415441ull /* "perfDATA" */
+#define PERF_UCP_TAG_ACK    0x7065726641434b21ull /* "perfACK!" */
+#define PERF_UCP_TAG_MASK   UINT64_MAX
+#define PERF_UCP_SEED_DATA  0x5a
+#define PERF_UCP_SEED_STALE 0xc3
+#define PERF_UCP_RX_WINDOW  32    /**< tag_bw: receives kept posted */
+#define PERF_UCP_TX_WINDOW  128   /**< tag_bw: unfinished sends at most */
+#define PERF_UCP_CHECK_SPINS 4096 /**< progress calls between two checks */
+#define PERF_UCP_CLOSE_TIMEOUT 2.0 /**< seconds an endpoint close may take */
+
+typedef struct perf_ucp_ctx perf_ucp_ctx_t;
+
+/** One end of the test. */
+typedef struct perf_ucp_side {
+    perf_ucp_ctx_t *ctx;
+    int            index;        /**< PERF_SIDE_SEND (initiator) or PERF_SIDE_RECV */
+    ucp_worker_h   worker;
+    ucp_ep_h       ep;
+    ucp_address_t  *address;
+    size_t         address_length;
+    perf_mem_buf_t sbuf;         /**< holds the test pattern; every send reads it */
+    perf_mem_buf_t rbuf;         /**< every data receive writes it */
+    uint64_t       ack_value;    /**< payload of acks */
+    uint64_t       ack_rx_value; /**< where acks land */
+
+    /* Counters: written by completions, read by the loops. */
+    uint64_t       rx_posted;    /**< data receives posted */
+    uint64_t       rx_count;     /**< ... of which completed */
+    uint64_t       tx_posted;    /**< sends started */
+    uint64_t       tx_completed; /**< ... of which completed */
+    uint64_t       replies;      /**< responder: pongs or acks sent */
+    uint64_t       acks_posted;  /**< initiator: ack receives posted */
+    uint64_t       acks;         /**< initiator: acks received */
+    ucs_status_t   async_status; /**< first failed operation */
+
+    /* One-sided tests (perf_ucp_rma.c). */
+    ucp_mem_h      memh;         /**< responder: its exposed buffer */
+    void           *rkey_buffer; /**< responder: the packed rkey */
+    size_t         rkey_length;
+    ucp_rkey_h     rkey;         /**< initiator: the responder's buffer */
+    uint64_t       remote_addr;
+
+    /* Validation (-V). */
+    uint64_t       bad;
+    char           bad_what[160];
+} perf_ucp_side_t;
+
+typedef void (*perf_ucp_step_func_t)(perf_ucp_side_t *side);
+
+struct perf_ucp_ctx {
+    perf_run_t           *run;
+    const perf_params_t  *params;
+    ucp_context_h        context;
+    int                  loopback;
+    int                  validate;
+    int                  sync;        /**< tag_sync_lat */
+    uint64_t             total;       /**< warm-up + measured iterations */
+    unsigned             rx_window;   /**< tag_bw responder: receives kept posted */
+    perf_ucp_side_t      sides[PERF_SIDE_LAST];
+    perf_ucp_step_func_t resp_step;   /**< NULL when the responder is remote */
+    perf_oob_state_t oob_state;
+    uint64_t             activity;
+    char                 tls[PERF_NAME_MAX];
+};
+
+/** Progress every local worker (and the local responder's step). */
+void perf_ucp_progress(perf_ucp_ctx_t *ctx);
+
+/** Progress until *@a counter >= @a target, watching peer, errors, deadline. */
+ucs_status_t perf_ucp_wait(perf_ucp_ctx_t *ctx, const uint64_t *counter,
+                           uint64_t target, const char *what);
+
+/** Wait for every send of @a side to complete. */
+ucs_status_t perf_ucp_drain(perf_ucp_side_t *side);
+
+/** Record the run's error "@a what failed: <status>" and return @a status. */
+ucs_status_t perf_ucp_op_failed(perf_ucp_side_t *side, const char *what,
+                                ucs_status_t status);
+
+/** Record a validation failure of @a side (the first one is described). */
+void perf_ucp_record_bad(perf_ucp_side_t *side, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/** Note the first asynchronous failure of @a side. */
+void perf_ucp_set_async(perf_ucp_side_t *side, ucs_status_t status);
+
+/** Start a tag send of @a length bytes (counted in the side's tx counters). */
+ucs_status_t perf_ucp_send(perf_ucp_side_t *side, const void *buffer, size_t length,
+                           ucp_tag_t tag, int sync);
+
+/** Post the receive of one ack (counted in side->acks). */
+ucs_status_t perf_ucp_post_ack(perf_ucp_side_t *side);
+
+/** Set @a param's memory type for a buffer of @a kind: host buffers say
+ *  so; GPU buffers leave it to libucp's detection, as applications do. */
+void perf_ucp_param_mem_type(ucp_request_param_t *param, const perf_mem_kind_t *kind);
+
+/** UCP features the test needs (TAG, plus RMA for one-sided tests). */
+uint64_t perf_ucp_rma_features(const perf_ucp_ctx_t *ctx);
+
+/** Why this libucp cannot run the one-sided test, or NULL when it can. */
+const char *perf_ucp_rma_unavailable(void);
+
+/**
+ * One-sided tests: expose the responder's buffer and give the initiator its
+ * address and rkey. Both sides call it, also after a failure (@a status),
+ * so that the lock-step exchange stays in step.
+ */
+ucs_status_t perf_ucp_rma_wireup(perf_ucp_ctx_t *ctx, ucs_status_t status);
+
+/** One-sided tests: run as ctx->run->role. */
+ucs_status_t perf_ucp_rma_run(perf_ucp_ctx_t *ctx);
+
+/** One-sided tests: release rkeys and memory handles (idempotent). */
+void perf_ucp_rma_cleanup(perf_ucp_ctx_t *ctx);
+
+/**
+ * Fill run->result.proto with "protocol/transport" from libucp's
+ * per-worker counters of the initiator, or "-" where this libucp has no
+ * counters or they are all zero.
+ */
+void perf_ucp_proto_describe(perf_ucp_ctx_t *ctx);
+
+#endif
