@@ -6,6 +6,10 @@ set -euo pipefail
 packages=(
     build-essential autoconf automake libtool pkg-config
     libgtest-dev libhwloc-dev libibverbs-dev
+    openmpi-bin libopenmpi-dev  # contrib/tests/openmpi.sh (docs/openmpi.md)
+    # contrib/hardening: clang's ASan/UBSan/libFuzzer runtimes, llvm-symbolizer
+    # for their reports, valgrind
+    clang llvm libclang-rt-dev valgrind
 )
 
 missing=()

@@ -1,7 +1,11 @@
 #!/bin/bash
 # The project's test command (README "run the tests"): installs what is
-# missing, builds twice (debug, and ASan+UBSan), runs every suite in both,
-# and ends with one line "N passed, M failed, K skipped" over all of them.
+# missing, builds twice (debug with gcc, and ASan+UBSan with clang, which
+# also builds the libFuzzer targets), runs every suite in both, then the
+# hardening steps of contrib/hardening (each fuzz target for a bounded time,
+# valgrind memcheck of a subset on the debug tree, a ThreadSanitizer tree
+# for the multi-threaded tests), and ends with one line
+# "N passed, M failed, K skipped" over all of them.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
@@ -37,8 +41,41 @@ build_and_test() {
     total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
 }
 
+# A step of contrib/hardening: its last line is a summary to add up.
+hardening_step() {
+    local name=$1 log="$src/build-$1.log" last rc start=$SECONDS; shift
+    echo "== $name"
+    "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    last=$(tail -1 "$log")
+    if [[ ! $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+        echo "== $name: ended without a summary (exit $rc)"
+        total_f=$((total_f + 1))
+        return
+    fi
+    total_p=$((total_p + BASH_REMATCH[1])); total_s=$((total_s + BASH_REMATCH[3]))
+    local f=${BASH_REMATCH[2]}
+    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    total_f=$((total_f + f))
+    echo "== $name: $((SECONDS - start)) s"
+}
+
 build_and_test debug --enable-debug || total_f=$((total_f + 1))
-build_and_test sanitizers --enable-debug --enable-asan --enable-ubsan || total_f=$((total_f + 1))
+# The sanitizer tree is built by clang (ASan+UBSan over the whole suite) and
+# also holds the fuzz targets; gcc without fuzzing where clang is missing.
+if command -v clang >/dev/null && command -v clang++ >/dev/null; then
+    build_and_test sanitizers --enable-debug --enable-asan --enable-ubsan \
+        --enable-fuzz CC=clang CXX=clang++ || total_f=$((total_f + 1))
+else
+    echo "== sanitizers: clang not found, gcc without the fuzz targets"
+    build_and_test sanitizers --enable-debug --enable-asan --enable-ubsan ||
+        total_f=$((total_f + 1))
+fi
+# Fuzzing: ${FUZZ_SECONDS:-50} s per target (five targets: under 6 minutes).
+hardening_step fuzz "$src/contrib/hardening/fuzz.sh" "$src/build-sanitizers" \
+    "${FUZZ_SECONDS:-50}"
+hardening_step valgrind "$src/contrib/hardening/valgrind.sh" "$src/build-debug"
+hardening_step tsan "$src/contrib/hardening/tsan.sh" "$src/build-tsan"
 
 echo "$total_p passed, $total_f failed, $total_s skipped"
 [ $total_f -eq 0 ]

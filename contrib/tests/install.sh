@@ -47,7 +47,9 @@ int main(void)
 }
 C
 # A sanitizer build's libraries need the same runtime in the client.
+# ... and the same compiler (the sanitizer tree is built by clang).
 build_cflags=$(sed -n 's/^CFLAGS = //p' "$BUILD_DIR/Makefile")
-cc -std=c11 -Wall -Werror $build_cflags $cflags "$work/client.c" -o "$work/client" $libs
+build_cc=$(sed -n 's/^CC = //p' "$BUILD_DIR/Makefile")
+${build_cc:-cc} -std=c11 -Wall -Werror $build_cflags $cflags "$work/client.c" -o "$work/client" $libs
 "$work/client"
 rm -rf "$destdir"

@@ -21,7 +21,7 @@
 
 static pthread_mutex_t ucm_bistro_lock = PTHREAD_MUTEX_INITIALIZER;
 static UCS_LIST_HEAD(ucm_bistro_points);
-static unsigned ucm_bistro_strategies = UCS_MASK(UCM_BISTRO_STRATEGY_LAST);
+static unsigned ucm_bistro_strategies = (unsigned)UCS_MASK(UCM_BISTRO_STRATEGY_LAST);
 
 #if !defined(__x86_64__)
 /* Another architecture adds bistro_<arch>.c with these two functions. */
@@ -141,7 +141,9 @@ ucs_status_t ucm_bistro_patch(void *func, void *hook, const char *name,
     if (status != UCS_OK) {
         goto out_free;
     }
-    *orig_func_p = rp->trampoline;
+    /* Atomic: a thread that already runs the hook (an earlier patch of the
+     * same function) may read the pointer while it is stored again. */
+    __atomic_store_n(orig_func_p, rp->trampoline, __ATOMIC_RELEASE);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 
     status = ucm_bistro_write(rp, rp->orig, rp->patch);

@@ -397,7 +397,8 @@ static void ucs_config_print_comment(FILE *stream, const char *label,
                 (int)((newline == NULL) ? strlen(line) :
                                           (size_t)(newline - line)),
                 line);
-        line  = newline + 1;
+        /* No arithmetic on NULL past the last line (undefined behaviour). */
+        line  = (newline != NULL) ? newline + 1 : line;
         label = "";
     } while (newline != NULL);
 }

@@ -8,11 +8,17 @@
  * that are corrupt or truncated.
  */
 #include "test_uct_cuda.h"
+#include "common/resource_census.h"
 
 #include <uct/cuda/cuda_ipc.h>
 #include <ucs/sys/sys.h>
 
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -450,31 +456,40 @@ TEST_F(test_uct_cuda_ipc, new_buffer_at_same_address_replaces_stale_mapping)
         }));
 }
 
+/*
+ * Importer of @a count offers (seeds 1..count), each a new allocation the
+ * exporter frees while it is still mapped here: every get must see the new
+ * seed, and every offer is a new import.
+ */
+static ucx_test::process_fn_t importer_of_offers_freed_under_it(unsigned count)
+{
+    return guarded([count](oob_channel &ch) {
+        init_device();
+        allocation local;
+        ASSERT_CU(local.allocate(mem_kind::legacy, SIZE));
+        std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+        for (unsigned seed = 1; seed <= count; ++seed) {
+            offer o;
+            ASSERT_TRUE(recv_offer(ch, o));
+            imported imp(*e, o);
+            ASSERT_UCS_OK(imp.status);
+            ASSERT_UCS_OK(imp.get(local.ptr, LENGTH, OFFSET));
+            EXPECT_TRUE(check_pattern(local.ptr, LENGTH, seed)) << seed;
+            ASSERT_TRUE(ch.barrier()); /* still mapped when the exporter frees */
+        }
+        EXPECT_EQ(count, cache_stats(e->iface()).imports);
+        e.reset();
+        ASSERT_TRUE(ch.barrier());
+    });
+}
+
 TEST_F(test_uct_cuda_ipc, exporter_frees_mapped_memory_and_next_import_sees_new_buffer)
 {
     for (mem_kind k : {mem_kind::legacy, mem_kind::pool_posix_fd,
                        mem_kind::vmm_posix_fd}) {
         SCOPED_TRACE(kind_name(k));
         cuda_two_processes(
-            guarded([](oob_channel &ch) {
-                init_device();
-                allocation local;
-                ASSERT_CU(local.allocate(mem_kind::legacy, SIZE));
-                std::unique_ptr<uct_test_entity> e(new_ipc_entity());
-                for (unsigned seed = 1; seed <= 2; ++seed) {
-                    offer o;
-                    ASSERT_TRUE(recv_offer(ch, o));
-                    imported imp(*e, o);
-                    ASSERT_UCS_OK(imp.status);
-                    ASSERT_UCS_OK(imp.get(local.ptr, LENGTH, OFFSET));
-                    EXPECT_TRUE(check_pattern(local.ptr, LENGTH, seed)) << seed;
-                    /* Still mapped here when the exporter frees it. */
-                    ASSERT_TRUE(ch.barrier());
-                }
-                EXPECT_EQ(2u, cache_stats(e->iface()).imports);
-                e.reset();
-                ASSERT_TRUE(ch.barrier());
-            }),
+            importer_of_offers_freed_under_it(2),
             guarded([k](oob_channel &ch) {
                 init_device();
                 std::unique_ptr<uct_test_entity> e(new_ipc_entity());
@@ -694,6 +709,143 @@ TEST_F(test_uct_cuda_ipc, socket_server_hands_out_only_exported_fds)
             ASSERT_TRUE(ch.barrier());
             close(m.other);
         }));
+}
+
+/* pidfd_getfd made to fail for real (a seccomp filter in the importer:
+ * root's CAP_SYS_PTRACE would pass any ptrace check) must fall back to the
+ * socket; a peer of another uid is refused by the socket (SO_PEERCRED) and
+ * by the kernel's ptrace check on pidfd_getfd. */
+TEST_F(test_uct_cuda_ipc, pidfd_refused_falls_back_to_socket_and_other_uid_gets_nothing)
+{
+    typedef int (*fetch_fn_t)(const uct_cuda_ipc_key_t*, int, uct_cuda_ipc_fd_transfer_t);
+
+    cuda_two_processes(
+        guarded([](oob_channel &ch) {
+            init_device();
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+            fetch_fn_t fetch = (fetch_fn_t)module_symbol("uct_cuda_ipc_fd_fetch");
+            ASSERT_TRUE(fetch != NULL);
+            int32_t msg[2];
+            ASSERT_TRUE(ch.recv(msg, sizeof(msg)));
+            uct_cuda_ipc_key_t key;
+            memset(&key, 0, sizeof(key));
+            key.pid    = (uint32_t)msg[0];
+            key.pid_ns = ucs_sys_get_pid_ns();
+
+            /* seccomp: pidfd_getfd answers EPERM in this process. */
+            struct sock_filter filter[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 438 /* pidfd_getfd */, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+            struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+            ASSERT_EQ(0, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+            ASSERT_EQ(0, prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+            EXPECT_EQ(-1, fetch(&key, msg[1], UCT_CUDA_IPC_FD_TRANSFER_PIDFD));
+            int fd = fetch(&key, msg[1], UCT_CUDA_IPC_FD_TRANSFER_AUTO);
+            EXPECT_GE(fd, 0) << "no fallback to the socket";
+            if (fd >= 0) {
+                close(fd);
+            }
+            if (getuid() == 0) {
+                ASSERT_EQ(0, setresuid(65534, 65534, 65534)); /* nobody */
+                EXPECT_EQ(-1, fetch(&key, msg[1], UCT_CUDA_IPC_FD_TRANSFER_SOCKET))
+                        << "the socket served another uid";
+            } else {
+                printf("[ SKIPPED  ] other-uid check: needs root to change uid\n");
+            }
+            ASSERT_TRUE(ch.barrier());
+        }),
+        guarded([](oob_channel &ch) {
+            init_device();
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+            std::unique_ptr<allocation> a(new allocation());
+            ASSERT_CU(a->allocate(mem_kind::vmm_posix_fd, 2ul << 20));
+            std::string blob = pack_key(*e, a->ptr, 2ul << 20);
+            typedef ucs_status_t (*parse_fn_t)(const void*, uct_cuda_ipc_key_t*);
+            parse_fn_t parse = (parse_fn_t)module_symbol("uct_cuda_ipc_rkey_parse");
+            ASSERT_TRUE(parse != NULL);
+            uct_cuda_ipc_key_t key;
+            ASSERT_UCS_OK(parse(blob.data(), &key));
+            int32_t msg[2] = {(int32_t)getpid(), key.chunks[0].fd};
+            ASSERT_TRUE(ch.send(msg, sizeof(msg)));
+            ASSERT_TRUE(ch.barrier());
+        }));
+}
+
+/* Many transfers, each from a freshly allocated exporter buffer of every
+ * exportable kind in turn: imported mappings, fds, memory files and RSS of
+ * the importer must plateau (the mapping cache evicts, stale imports are
+ * dropped). UCX_TEST_LONG_RUN sets the count: 600 on the driver model in CI,
+ * 10^5 on a GPU (contrib/gpu-run.sh). Peaks are printed. */
+TEST_F(test_uct_cuda_ipc, long_run_of_fresh_allocations_keeps_imports_bounded)
+{
+    const char *env  = getenv("UCX_TEST_LONG_RUN");
+    const long count = (env != NULL) ? atol(env) : 600;
+    const mem_kind kinds[] = {mem_kind::legacy, mem_kind::pool_posix_fd,
+                              mem_kind::vmm_posix_fd};
+    const size_t len   = 64 * 1024;
+    const size_t alloc = 2ul << 20; /* VMM granularity */
+
+    cuda_two_processes(
+        guarded([&](oob_channel &ch) {
+            init_device();
+            allocation local;
+            ASSERT_CU(local.allocate(mem_kind::legacy, len));
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+            ucx_test::resource_census base = ucx_test::resource_census::take(),
+                                      peak = base;
+            unsigned max_regions = 0;
+            for (long i = 0; i < count; ++i) {
+                offer o;
+                ASSERT_TRUE(recv_offer(ch, o));
+                {
+                    imported imp(*e, o);
+                    ASSERT_UCS_OK(imp.status);
+                    ASSERT_UCS_OK(imp.get(local.ptr, len, 0));
+                    if (i % 97 == 0) {
+                        ASSERT_TRUE(check_pattern(local.ptr, len, (unsigned)i + 1)) << i;
+                    }
+                }
+                ASSERT_TRUE(ch.barrier()); /* the exporter frees it now */
+                if (i % 50 == 0) {
+                    peak.raise_to(ucx_test::resource_census::take());
+                    max_regions = std::max(max_regions, cache_stats(e->iface()).regions);
+                }
+            }
+            peak.raise_to(ucx_test::resource_census::take());
+            printf("[ long run ] cuda_ipc importer: %ld transfers, mapped regions max %u, "
+                   "fds %d -> max %d, memfds %d -> max %d, rss %ld -> max %ld kB\n",
+                   count, max_regions, base.fds, peak.fds, base.memfds, peak.memfds,
+                   base.rss_kb, peak.rss_kb);
+            EXPECT_LE(max_regions, 64u);
+            EXPECT_LE(peak.fds - base.fds, 64);
+            EXPECT_LE(peak.rss_kb - base.rss_kb, 512 * 1024);
+            e.reset();
+        }),
+        guarded([&](oob_channel &ch) {
+            init_device();
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+            ucx_test::resource_census base = ucx_test::resource_census::take(),
+                                      peak = base;
+            for (long i = 0; i < count; ++i) {
+                allocation a;
+                ASSERT_CU(a.allocate(kinds[i % 3], alloc));
+                write_pattern(a.ptr, len, (unsigned)i + 1);
+                ASSERT_TRUE(send_offer(ch, *e, a.ptr, alloc));
+                ASSERT_TRUE(ch.barrier());
+                ASSERT_CU(a.release());
+                if (i % 50 == 0) {
+                    peak.raise_to(ucx_test::resource_census::take());
+                }
+            }
+            printf("[ long run ] cuda_ipc exporter: fds %d -> max %d, memfds %d -> "
+                   "max %d, rss %ld -> max %ld kB\n", base.fds, peak.fds, base.memfds,
+                   peak.memfds, base.rss_kb, peak.rss_kb);
+            EXPECT_LE(peak.fds - base.fds, 64);
+            EXPECT_LE(peak.rss_kb - base.rss_kb, 512 * 1024);
+        }),
+        (double)count * 0.05 + 120);
 }
 
 TEST_F(test_uct_cuda_ipc, bad_fd_transfer_value_is_an_error)
@@ -950,4 +1102,62 @@ TEST_F(test_uct_cuda_ipc, vmm_with_fabric_handles_needs_no_fd_transfer)
             vmm_unmap(va, SIZE, hs);
             EXPECT_CU(cuMemAddressFree(va, SIZE));
         }));
+}
+
+/*
+ * Pool memory freed under a cached mapping, two ways: (a) cuMemFreeAsync
+ * only -- the pool and its import live on, and the next allocation from the
+ * same pool may take the same address and offset, so the importer's cache
+ * must not hand out the old mapping; (b) cuMemPoolDestroy issued while the
+ * allocation is still live (the driver frees the pool once the last
+ * allocation goes), then a new pool. Either way the next transfer sees the
+ * new data and neither process crashes.
+ */
+TEST_F(test_uct_cuda_ipc, pool_free_async_or_destroy_under_cached_mapping_sees_new_data)
+{
+    for (bool destroy_first : {false, true}) {
+        SCOPED_TRACE(destroy_first ? "pool destroyed, then freed" :
+                                     "freed async, pool kept");
+        cuda_two_processes(
+            importer_of_offers_freed_under_it(3),
+            guarded([destroy_first](oob_channel &ch) {
+                init_device();
+                std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+                allocation a; /* holds the stream and the first pool */
+                ASSERT_CU(a.allocate(mem_kind::pool_posix_fd, SIZE));
+                CUmemoryPool pool   = a.pool;
+                CUdeviceptr  ptr    = a.ptr, first = a.ptr;
+                CUstream     stream = a.stream;
+                CUmemPoolProps props;
+                memset(&props, 0, sizeof(props));
+                props.allocType     = CU_MEM_ALLOCATION_TYPE_PINNED;
+                props.handleTypes   = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+                props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+                props.location.id   = 0;
+                int same_address    = 0;
+                for (unsigned seed = 1; seed <= 3; ++seed) {
+                    write_pattern(ptr + OFFSET, LENGTH, seed);
+                    ASSERT_TRUE(send_offer(ch, *e, ptr, SIZE));
+                    ASSERT_TRUE(ch.barrier());
+                    if (destroy_first) {
+                        ASSERT_CU(cuMemPoolDestroy(pool));
+                        ASSERT_CU(cuMemFreeAsync(ptr, stream));
+                        ASSERT_CU(cuStreamSynchronize(stream));
+                        ASSERT_CU(cuMemPoolCreate(&pool, &props));
+                    } else {
+                        ASSERT_CU(cuMemFreeAsync(ptr, stream));
+                        ASSERT_CU(cuStreamSynchronize(stream));
+                    }
+                    ASSERT_CU(cuMemAllocFromPoolAsync(&ptr, SIZE, pool, stream));
+                    ASSERT_CU(cuStreamSynchronize(stream));
+                    same_address += (ptr == first);
+                }
+                printf("[ pool     ] %s: new allocation at the freed address %d of 3 "
+                       "times\n", destroy_first ? "destroy" : "free_async",
+                       same_address);
+                a.ptr  = ptr;
+                a.pool = pool;
+                ASSERT_TRUE(ch.barrier());
+            }));
+    }
 }

@@ -298,8 +298,8 @@ protected:
 
 TEST_F(test_uct_tcp_2proc, processes_exchange_short_bcopy_and_zcopy_messages_both_ways)
 {
-    const unsigned count = 30;
-    uct_resource res     = m_res;
+    unsigned count   = 30; /* not const: clang would call its capture redundant */
+    uct_resource res = m_res;
 
     auto side = [res, count](uint64_t seed, uint64_t peer_seed) {
         return [res, count, seed, peer_seed](oob_channel &ch) {

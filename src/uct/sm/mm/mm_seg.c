@@ -180,7 +180,12 @@ ucs_status_t uct_mm_seg_attach(pid_t pid, int fd, uint64_t inode, size_t length,
     if ((seg_fd < 0) && (seg_fd != -EINVAL)) {
         seg_fd = uct_mm_seg_open_pidfd(pid, fd);
     }
-    if (seg_fd < 0) {
+    if ((seg_fd == -EMFILE) || (seg_fd == -ENFILE)) {
+        /* Our own limit, not the peer's absence: the caller must say so. */
+        ucs_error("posix: cannot attach fd %d of pid %d: %s (RLIMIT_NOFILE)", fd,
+                  (int)pid, strerror(-seg_fd));
+        return UCS_ERR_EXCEEDS_LIMIT;
+    } else if (seg_fd < 0) {
         ucs_debug("posix: cannot reach fd %d of pid %d: %s", fd, (int)pid,
                   strerror(-seg_fd));
         return (seg_fd == -EINVAL) ? UCS_ERR_INVALID_ADDR : UCS_ERR_UNREACHABLE;

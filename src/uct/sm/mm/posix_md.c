@@ -215,8 +215,9 @@ static ucs_status_t uct_posix_rkey_unpack(uct_component_t *component,
                   packed.fd, ucs_status_string(status));
         free(rkey);
         /* A well-formed key whose memory cannot be reached is unreachable,
-         * whatever the reason (owner gone, other host, fd reused). */
-        return UCS_ERR_UNREACHABLE;
+         * whatever the reason (owner gone, other host, fd reused) -- except
+         * our own fd limit, which the user must be told about. */
+        return (status == UCS_ERR_EXCEEDS_LIMIT) ? status : UCS_ERR_UNREACHABLE;
     }
 
     rkey->remote_base = packed.address;

@@ -1,0 +1,260 @@
+/*
+ * Faults between two real processes beyond a peer dying under tag traffic
+ * (test_ucp_fault.cc): a target SIGKILLed while put/get requests of every
+ * size class are in flight, and a process whose RLIMIT_NOFILE leaves no room
+ * for the fds a new connection needs. Each must end in a clear error within
+ * a bounded time -- never a crash, a hang or a leaked fd -- and, for the fd
+ * limit, work again once the limit is raised.
+ */
+#include "ucp_test.h"
+#include "common/resource_census.h"
+#include "common/test_helpers.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <vector>
+
+using namespace ucx_test;
+
+namespace {
+
+const uint64_t k_rma_features = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
+
+void count_error(void *arg, ucp_ep_h, ucs_status_t status)
+{
+    EXPECT_NE(UCS_OK, status);
+    ++*(int*)arg;
+}
+
+ucp_request_param_t no_param()
+{
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    return p;
+}
+
+/* The highest fd number this process has open. */
+int highest_open_fd()
+{
+    int highest = -1;
+    DIR *d      = opendir("/proc/self/fd");
+    if (d == NULL) {
+        return -1;
+    }
+    int own = dirfd(d);
+    while (struct dirent *de = readdir(d)) {
+        if (de->d_name[0] != '.') {
+            int fd = atoi(de->d_name);
+            if (fd != own) {
+                highest = std::max(highest, fd);
+            }
+        }
+    }
+    closedir(d);
+    return highest;
+}
+
+} // namespace
+
+class test_ucp_fault_limits : public ::testing::TestWithParam<std::string> {
+};
+
+/* The target registers a region and keeps progressing (so requests really
+ * are in flight on the wire) until it is killed mid-stream. */
+TEST_P(test_ucp_fault_limits, target_killed_mid_rma_fails_requests_in_bounded_time)
+{
+    const std::vector<size_t> sizes = {8, 4096, 65537, 1u << 20};
+    const size_t region_len         = 2u << 20;
+    const double bound_s            = 30;
+    std::string tls                 = GetParam();
+
+    (void)run_two_processes_raw(
+        [&](oob_channel &ch) { /* origin: its checks are the test */
+            resource_census before = resource_census::take();
+            {
+                ucp_entity e(tls, UCS_THREAD_MODE_SINGLE, k_rma_features);
+                std::string remote, packed;
+                uint64_t base;
+                pid_t target;
+                ASSERT_TRUE(ch.recv_blob(remote));
+                ASSERT_TRUE(ch.recv_blob(packed));
+                ASSERT_TRUE(ch.recv(&base, sizeof(base)));
+                ASSERT_TRUE(ch.recv(&target, sizeof(target)));
+                int errors  = 0;
+                ucp_ep_h ep = e.connect(remote, true, count_error, &errors);
+                ucp_rkey_h rkey;
+                ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(ep, packed.data(), &rkey));
+
+                std::vector<std::vector<char>> bufs;
+                std::vector<ucs_status_ptr_t> reqs;
+                ucp_request_param_t p = no_param();
+                auto issue = [&](int rounds) {
+                    for (int round = 0; round < rounds; ++round) {
+                        for (size_t len : sizes) {
+                            bufs.emplace_back(len, 'o');
+                            reqs.push_back(ucp_put_nbx(ep, bufs.back().data(), len,
+                                                       base, rkey, &p));
+                            bufs.emplace_back(len);
+                            reqs.push_back(ucp_get_nbx(ep, bufs.back().data(), len,
+                                                       base + region_len - len,
+                                                       rkey, &p));
+                        }
+                        ucp_worker_progress(e.worker());
+                    }
+                };
+                /* Some traffic completes for real first: the target works. */
+                ucs_status_t first = e.wait(ucp_put_nbx(ep, "x", 1, base, rkey, &p),
+                                            bound_s);
+                ASSERT_EQ(UCS_OK, first) << "RMA does not work at all";
+                issue(8);
+                kill(target, SIGKILL);
+                issue(2); /* and more after the death */
+                reqs.push_back(ucp_ep_flush_nbx(ep, &p));
+
+                auto start = std::chrono::steady_clock::now();
+                int failed = 0;
+                for (ucs_status_ptr_t r : reqs) {
+                    ucs_status_t s = e.wait(r, bound_s);
+                    ASSERT_NE(UCS_ERR_TIMED_OUT, s) << "an RMA request outlived the "
+                                                       "target";
+                    failed += (s != UCS_OK);
+                }
+                EXPECT_NE(UCS_OK, e.wait(ucp_ep_flush_nbx(ep, &p), bound_s))
+                        << "a flush to a dead target succeeded";
+                auto deadline = start + std::chrono::duration<double>(bound_s);
+                while ((errors == 0) && (std::chrono::steady_clock::now() < deadline)) {
+                    ucp_worker_progress(e.worker());
+                }
+                double took = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start).count();
+                EXPECT_EQ(1, errors) << "error handler calls";
+                EXPECT_GT(failed, 0) << "nothing failed after the target died";
+                EXPECT_LT(took, bound_s);
+                printf("[ fault    ] %s RMA: %d of %zu requests failed, all done in "
+                       "%.2f s\n", tls.c_str(), failed, reqs.size(), took);
+                ucp_rkey_destroy(rkey);
+                e.close(ep, true);
+            }
+            resource_census after = resource_census::take();
+            EXPECT_EQ(before.fds, after.fds) << "fds leaked";
+            EXPECT_EQ(before.memfds, after.memfds) << "memfd segments leaked";
+        },
+        [&](oob_channel &ch) { /* target: progresses until killed */
+            ucp_entity e(tls, UCS_THREAD_MODE_SINGLE, k_rma_features);
+            ucp_mem_map_params_t mp;
+            memset(&mp, 0, sizeof(mp));
+            mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                            UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+            mp.length     = region_len;
+            mp.flags      = UCP_MEM_MAP_ALLOCATE;
+            ucp_mem_h memh;
+            ASSERT_EQ(UCS_OK, ucp_mem_map(e.context(), &mp, &memh));
+            ucp_mem_attr_t attr;
+            attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+            ASSERT_EQ(UCS_OK, ucp_mem_query(memh, &attr));
+            void *kbuf;
+            size_t ksize;
+            ASSERT_EQ(UCS_OK, ucp_rkey_pack(e.context(), memh, &kbuf, &ksize));
+            uint64_t base = (uintptr_t)attr.address;
+            pid_t self    = getpid();
+            ch.send_blob(e.address());
+            ch.send_blob(std::string((char*)kbuf, ksize));
+            ch.send(&base, sizeof(base));
+            ch.send(&self, sizeof(self));
+            ucp_rkey_buffer_release(kbuf);
+            for (;;) {
+                ucp_worker_progress(e.worker());
+            }
+        },
+        120);
+}
+
+/* The connecting process has every fd number its soft RLIMIT_NOFILE allows
+ * in use: the connection (a socket, a peer's segment, an fd passed by the
+ * peer) cannot get its fd. The send must fail or stay failed with an error
+ * that names the cause -- no crash, no hang -- and with the limit raised
+ * back a new endpoint to the same peer carries a message. */
+TEST_P(test_ucp_fault_limits, fd_limit_reached_while_connecting_is_a_clear_error)
+{
+    const size_t len = 300000; /* beyond eager: every transport's data path */
+    std::string tls  = GetParam();
+
+    run_two_processes(
+        [&](oob_channel &ch) { /* the peer, unconstrained */
+            ucp_entity e(tls);
+            std::string remote;
+            ASSERT_TRUE(ch.send_blob(e.address()));
+            ASSERT_TRUE(ch.recv_blob(remote));
+            std::vector<char> buf(len);
+            ucp_request_param_t p = no_param();
+            ucs_status_ptr_t r = ucp_tag_recv_nbx(e.worker(), buf.data(), len, 2,
+                                                  UINT64_MAX, &p);
+            ASSERT_EQ(UCS_OK, e.wait(r, 60)) << "the message after the limit was "
+                                                "raised did not arrive";
+            EXPECT_EQ('r', buf[len - 1]);
+            ASSERT_TRUE(ch.barrier());
+        },
+        [&](oob_channel &ch) { /* the process at its fd limit */
+            config_sandbox sandbox; /* the log file is open before the limit */
+            ucp_entity e(tls);
+            std::string remote;
+            ASSERT_TRUE(ch.recv_blob(remote));
+            ASSERT_TRUE(ch.send_blob(e.address()));
+
+            struct rlimit saved, tight;
+            ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &saved));
+            tight          = saved;
+            tight.rlim_cur = highest_open_fd() + 1;
+            ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &tight));
+            std::vector<int> holes; /* lower numbers free: fill them too */
+            for (int fd; (fd = dup(0)) >= 0;) {
+                holes.push_back(fd);
+            }
+            ASSERT_EQ(EMFILE, errno);
+
+            std::vector<char> buf(len, 'l');
+            ucs_status_t status;
+            int errors = 0;
+            ucp_ep_h ep;
+            try {
+                ep = e.connect(remote, true, count_error, &errors);
+                ucp_request_param_t p = no_param();
+                status = e.wait(ucp_tag_send_nbx(ep, buf.data(), len, 1, &p), 30);
+                if (status == UCS_OK) { /* completed locally: must not stay so */
+                    status = e.wait(ucp_ep_flush_nbx(ep, &p), 30);
+                }
+                ASSERT_NE(UCS_ERR_TIMED_OUT, status) << "hung at the fd limit";
+                e.close(ep, true);
+            } catch (const std::runtime_error &err) {
+                status = UCS_ERR_NO_RESOURCE; /* ucp_ep_create refused */
+                printf("[ fd limit ] %s: %s\n", tls.c_str(), err.what());
+            }
+            for (int fd : holes) {
+                close(fd);
+            }
+            ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &saved));
+            std::string log = sandbox.log();
+            printf("[ fd limit ] %s: status %s, log:\n%s", tls.c_str(),
+                   ucs_status_string(status), log.c_str());
+            EXPECT_NE(UCS_OK, status) << "a connection with no fd to spare worked";
+            EXPECT_TRUE((log.find("Too many open files") != std::string::npos) ||
+                        (log.find("EMFILE") != std::string::npos))
+                    << "the error does not name the cause:\n" << log;
+
+            /* Room again: a new endpoint works. */
+            ep = e.connect(remote);
+            std::vector<char> ok(len, 'r');
+            ucp_request_param_t p = no_param();
+            EXPECT_EQ(UCS_OK, e.wait(ucp_tag_send_nbx(ep, ok.data(), len, 2, &p), 30));
+            ASSERT_TRUE(ch.barrier());
+            e.close(ep, true);
+        },
+        120);
+}
+
+INSTANTIATE_TEST_SUITE_P(tls, test_ucp_fault_limits, ::testing::Values("posix", "tcp"));
