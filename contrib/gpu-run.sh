@@ -5,14 +5,18 @@
 #   2. run the conformance program (test/cudasim/conformance) on the real
 #      driver, save its transcript and diff it with the stored one,
 #      test/cudasim/conformance/h200.expected;
-#   3. run the gtest_cuda suite on the real driver (CUDASIM=no);
+#   3. run the gtest_cuda suite on the real driver (CUDASIM=no), then the
+#      long run: 10^5 cuda_ipc transfers from fresh allocations with bounded
+#      imports, fds and RSS (LONG_RUN_COUNT=100000);
 #   4. memory-type detection through cudart (test/apps/memtype_cudart,
 #      linked with libcudart.so and with libcudart_static.a) in each
 #      UCX_MEM_CUDA_HOOK_MODE, and the hook/cache benchmarks
 #      (test/bench/memtype_hook_bench, test/bench/memtype_cache_bench);
 #   5. the cuda_ipc benchmark (test/bench/cuda_ipc_bench): UCT get/put
 #      against a raw cuMemcpyDtoDAsync per kind, placement and size, import
-#      and cache-hit costs; table in $OUT/cuda_ipc_bench.log.
+#      and cache-hit costs; table in $OUT/cuda_ipc_bench.log;
+#   6. ucx_perftest over every allocator pair, one GPU and two
+#      (contrib/perftest-gpu-matrix.sh): CSV in $OUT/perftest/.
 # Exits non-zero if any step fails; prints a summary at the end.
 #
 # GPU machines have autoconf/automake but no libtool, so the tree must carry
@@ -147,6 +151,20 @@ else
     fail "gtest_cuda was not built (see $build/make.log)"
 fi
 
+# ---- 3b. long run: 10^5 cuda_ipc transfers from fresh allocations ----
+# Imported mappings, fds, memory files and RSS must plateau; the peaks are
+# printed as "[ long run ]" lines (docs/reliability.md). About 10 minutes.
+if [ -x test/gtest/gtest_cuda ]; then
+    log=$(dirname "$transcript")/long_run.log
+    if UCX_TEST_LONG_RUN=${LONG_RUN_COUNT:-100000} timeout 1800 test/gtest/gtest_cuda \
+            --gtest_filter='*long_run_of_fresh_allocations*' > "$log" 2>&1; then
+        note "long run: $(grep -h '\[ long run \]' "$log" | tr '\n' ' ')"
+    else
+        fail "long run of cuda_ipc transfers (log: $log)"
+        grep -E 'Failure|Expected|long run' "$log" | head -10
+    fi
+fi
+
 # ---- 4. memory types through cudart, and what the hooks cost ----
 # Two logs only (whatever collects $OUT may take few files): every
 # memtype_cudart run goes to memtype_cudart.log, both benchmarks to
@@ -233,6 +251,20 @@ if [ -x "$build/test/bench/cuda_ipc_bench" ]; then
     fi
 else
     fail "test/bench/cuda_ipc_bench was not built (see $build/make.log)"
+fi
+
+# ---- 6. ucx_perftest: every allocator pair, one GPU and GPU0 -> GPU1 -----
+# contrib/perftest-gpu-matrix.sh writes one CSV per pair and placement into
+# $logdir/perftest/ (tag_bw 4M..256M, tag_lat 8 B and 64 KiB, each GPU row
+# with the raw-copy reference) and a log of failed rows.
+if [ -x "$src/contrib/perftest-gpu-matrix.sh" ]; then
+    if PERF="$build/src/tools/perf/ucx_perftest" OUTDIR="$logdir/perftest" \
+            timeout 900 "$src/contrib/perftest-gpu-matrix.sh" > "$logdir/perftest.log" 2>&1; then
+        note "ucx_perftest matrix: $(tail -1 "$logdir/perftest.log") (CSV: $logdir/perftest/)"
+    else
+        fail "ucx_perftest matrix (log: $logdir/perftest.log)"
+        tail -5 "$logdir/perftest.log"
+    fi
 fi
 
 finish
