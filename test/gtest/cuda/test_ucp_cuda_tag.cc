@@ -4,7 +4,8 @@
  * the eager paths (staging through host bounce buffers by cuda_copy). Two
  * processes (the test process forks before any CUDA call), worker addresses
  * exchanged out of band; every size is sent host->device, device->host,
- * device->device and host->host, and the data checked on the receiver.
+ * device->device and host->host, and the data checked on the receiver; and
+ * 64 MiB device messages for the pairs that take each large-message path.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 using cuda_test::allocation;
@@ -180,5 +182,113 @@ INSTANTIATE_TEST_SUITE_P(kinds, test_ucp_cuda_tag,
                                                    mem_kind::vmm_posix_fd),
                                  ::testing::Bool()),
                          param_name);
+
+/*
+ * 64 MiB device messages between two processes for the pairs that take each
+ * large-message path with the default settings: legacy -> async (receiver
+ * gets), async -> legacy (sender puts), async -> async and VMM without a
+ * handle -> async (neither exportable: pipelined staging), and VMM with
+ * several chunks on both sides. The receive buffer is 4 MiB larger and its
+ * tail must stay untouched.
+ */
+class test_ucp_cuda_tag_64m : public ::testing::Test {
+protected:
+    static constexpr size_t k_len   = (size_t(64) << 20) + 3;
+    static constexpr size_t k_alloc = size_t(68) << 20; /* 2 chunks of 34 MiB */
+
+    void SetUp() override
+    {
+        if (cuda_test::device_count() < 1) {
+            GTEST_SKIP() << "no CUDA device";
+        }
+    }
+
+    static std::vector<std::pair<mem_kind, mem_kind>> pairs()
+    {
+        return {{mem_kind::legacy, mem_kind::async_default_pool},
+                {mem_kind::async_default_pool, mem_kind::legacy},
+                {mem_kind::async_default_pool, mem_kind::async_default_pool},
+                {mem_kind::vmm_no_handle, mem_kind::async_default_pool},
+                {mem_kind::vmm_two_chunks, mem_kind::vmm_two_chunks}};
+    }
+};
+
+TEST_F(test_ucp_cuda_tag_64m, device_kind_pairs_arrive_intact)
+{
+    cuda_test::cuda_two_processes(
+            [](oob_channel &oob) { /* receiver */
+                std::vector<unsigned char> host(k_alloc);
+                ucp_tag_recv_info_t info;
+                ucp_peer peer;
+                unsigned seed = 100;
+
+                cuda_test::init_device(0);
+                peer.init(oob);
+                for (const auto &pr : pairs()) {
+                    allocation dev;
+                    ++seed;
+                    ASSERT_CU(dev.allocate(pr.second, k_alloc));
+                    ASSERT_CU(cuMemsetD8(dev.ptr, 0xee, k_alloc));
+                    ASSERT_CU(cuCtxSynchronize());
+                    ASSERT_TRUE(oob.barrier()); /* posted before the send */
+                    ucp_request_param_t param;
+                    memset(&param, 0, sizeof(param));
+                    memset(&info, 0, sizeof(info));
+                    ASSERT_EQ(UCS_OK,
+                              peer.wait(ucp_tag_recv_nbx(peer.m_worker,
+                                                         (void*)(uintptr_t)dev.ptr,
+                                                         k_alloc, seed,
+                                                         (ucp_tag_t)-1, &param),
+                                        &info))
+                            << cuda_test::kind_name(pr.first) << " -> "
+                            << cuda_test::kind_name(pr.second);
+                    EXPECT_EQ(k_len, info.length);
+                    ASSERT_CU(cuMemcpyDtoH(host.data(), dev.ptr, k_alloc));
+                    size_t bad = k_alloc;
+                    for (size_t i = 0; i < k_alloc; ++i) {
+                        unsigned char want = (i < k_len) ? pattern(i, seed) : 0xee;
+                        if (host[i] != want) {
+                            bad = i;
+                            break;
+                        }
+                    }
+                    EXPECT_EQ(k_alloc, bad)
+                            << "first wrong byte, " << cuda_test::kind_name(pr.first)
+                            << " -> " << cuda_test::kind_name(pr.second);
+                    EXPECT_CU(dev.release());
+                    ASSERT_TRUE(oob.barrier());
+                }
+                peer.cleanup(oob);
+            },
+            [](oob_channel &oob) { /* sender */
+                std::vector<unsigned char> host(k_len);
+                ucp_peer peer;
+                unsigned seed = 100;
+
+                cuda_test::init_device(0);
+                peer.init(oob);
+                for (const auto &pr : pairs()) {
+                    allocation dev;
+                    ++seed;
+                    ASSERT_CU(dev.allocate(pr.first, k_alloc));
+                    for (size_t i = 0; i < k_len; ++i) {
+                        host[i] = pattern(i, seed);
+                    }
+                    ASSERT_CU(cuMemcpyHtoD(dev.ptr, host.data(), k_len));
+                    ASSERT_CU(cuCtxSynchronize());
+                    ASSERT_TRUE(oob.barrier());
+                    ucp_request_param_t param;
+                    memset(&param, 0, sizeof(param));
+                    EXPECT_EQ(UCS_OK,
+                              peer.wait(ucp_tag_send_nbx(peer.m_ep,
+                                                         (void*)(uintptr_t)dev.ptr,
+                                                         k_len, seed, &param)));
+                    EXPECT_CU(dev.release());
+                    ASSERT_TRUE(oob.barrier());
+                }
+                peer.cleanup(oob);
+            },
+            300.0);
+}
 
 } // namespace
