@@ -51,6 +51,7 @@ struct ucp_config {
     size_t                  rndv_frag_size[UCS_MEMORY_TYPE_LAST];
     unsigned                rndv_frag_pool;  /**< UCX_RNDV_FRAG_POOL_SIZE */
     unsigned                rndv_depth;      /**< UCX_RNDV_PIPELINE_DEPTH */
+    int                     rndv_one_copier; /**< UCX_RNDV_SAME_GPU_ONE_COPIER */
 };
 
 /** The rendezvous settings a context keeps, resolved from ucp_config_t. */
@@ -61,6 +62,7 @@ typedef struct ucp_rndv_config {
     size_t               frag_size[UCS_MEMORY_TYPE_LAST];
     unsigned             frag_pool_max; /**< fragments per worker and type */
     unsigned             depth;         /**< fragments in flight per message */
+    int                  one_copier;    /**< same GPU: lower uuid copies */
 } ucp_rndv_config_t;
 
 /** Resolve the rendezvous options of @a config (the plural alias, auto

@@ -198,6 +198,11 @@ size_t ucp_rndv_key_trim(const void *key, size_t len);
  *  cannot export as "not exportable"); answered from the worker's cache of
  *  its own keys, so asking again for the same buffer is a lookup. */
 int ucp_rndv_key_exportable(ucp_worker_h worker, const void *key, size_t key_len);
+/** Whether the peer's key @a peer_key (from @a ep) unpacks here and names
+ *  memory on the same physical device as our own key @a own_key; 0 when
+ *  either key does not say which device (uct_rkey_device_id()). */
+int ucp_rndv_key_same_device(ucp_ep_h ep, const void *peer_key, size_t peer_len,
+                             const void *own_key, size_t own_len);
 
 /** A cache of keys unpacked with @a component, whose packed keys take at
  *  most @a key_size bytes; NULL without component or memory. */

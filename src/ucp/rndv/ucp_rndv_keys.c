@@ -94,18 +94,43 @@ void ucp_rndv_key_release(ucp_worker_h worker, uct_mem_h memh)
     uct_md_mem_dereg(worker->rndv->ipc_md, memh);
 }
 
-int ucp_rndv_key_exportable(ucp_worker_h worker, const void *key, size_t key_len)
+static ucs_status_t ucp_rndv_own_key_get(ucp_worker_h worker, const void *key,
+                                         size_t key_len, uct_rkey_t *rkey_p)
 {
     ucp_rndv_worker_t *rw = worker->rndv;
-    uct_rkey_t rkey;
 
     if (rw->own_keys == NULL) {
         rw->own_keys = ucp_rndv_key_cache_create(rw->ipc_component, rw->key_size);
         if (rw->own_keys == NULL) {
-            return 0;
+            return UCS_ERR_NO_MEMORY;
         }
     }
-    return ucp_rndv_key_cache_get(rw->own_keys, key, key_len, &rkey) == UCS_OK;
+    return ucp_rndv_key_cache_get(rw->own_keys, key, key_len, rkey_p);
+}
+
+int ucp_rndv_key_exportable(ucp_worker_h worker, const void *key, size_t key_len)
+{
+    uct_rkey_t rkey;
+
+    return ucp_rndv_own_key_get(worker, key, key_len, &rkey) == UCS_OK;
+}
+
+int ucp_rndv_key_same_device(ucp_ep_h ep, const void *peer_key, size_t peer_len,
+                             const void *own_key, size_t own_len)
+{
+    uct_component_h component = ep->worker->rndv->ipc_component;
+    ucp_rndv_key_cache_t *keys = ucp_rndv_ep_keys(ep);
+    uint8_t peer_id[16], own_id[16];
+    uct_rkey_t rkey;
+
+    if ((keys == NULL) ||
+        (ucp_rndv_key_cache_get(keys, peer_key, peer_len, &rkey) != UCS_OK) ||
+        (uct_rkey_device_id(component, rkey, peer_id) != UCS_OK) ||
+        (ucp_rndv_own_key_get(ep->worker, own_key, own_len, &rkey) != UCS_OK) ||
+        (uct_rkey_device_id(component, rkey, own_id) != UCS_OK)) {
+        return 0;
+    }
+    return !memcmp(peer_id, own_id, sizeof(own_id));
 }
 
 /* ---- caches of unpacked keys ------------------------------------------------ */

@@ -64,6 +64,11 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
         }
     }
     printf("| rndv scheme   | %s (UCX_RNDV_SCHEME)\n", ucp_rndv_scheme_names[cfg->scheme]);
+    printf("| same GPU      | %s (UCX_RNDV_SAME_GPU_ONE_COPIER)\n",
+           (cfg->one_copier && (cfg->scheme == UCP_RNDV_SCHEME_AUTO)) ?
+           "one copier: both buffers exportable on one GPU, the lower worker "
+           "uuid copies (a higher-uuid receiver asks for put)" :
+           "off: the receiver's rule above alone");
 }
 
 void ucp_proto_info_print(ucp_ep_h ep)

@@ -379,6 +379,17 @@ ucs_status_t uct_rkey_unpack(uct_component_h component, const void *rkey_buffer,
 ucs_status_t uct_rkey_ptr(uct_component_h component, uct_rkey_bundle_t *rkey_ob,
                           uint64_t remote_addr, void **addr_p);
 
+/**
+ * The physical device the memory of an unpacked rkey lives on, as a
+ * 16-byte id that is the same in every process of the host (a GPU's UUID):
+ * two keys with equal ids name memory on the same device.
+ *
+ * @return UCS_OK; UCS_ERR_UNSUPPORTED when the component cannot tell (or
+ *         the key does not say, e.g. an older key format).
+ */
+ucs_status_t uct_rkey_device_id(uct_component_h component, uct_rkey_t rkey,
+                                uint8_t id[16]);
+
 /** Release an unpacked rkey. */
 ucs_status_t uct_rkey_release(uct_component_h component,
                               const uct_rkey_bundle_t *rkey_ob);

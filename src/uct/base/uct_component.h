@@ -68,6 +68,10 @@ struct uct_component {
     ucs_status_t (*rkey_release)(uct_component_t *component, uct_rkey_t rkey,
                                  void *handle);
 
+    /** Optional (NULL: UCS_ERR_UNSUPPORTED); see uct_rkey_device_id(). */
+    ucs_status_t (*rkey_device_id)(uct_component_t *component, uct_rkey_t rkey,
+                                   uint8_t id[16]);
+
     /** md options table; its structure begins with uct_md_config_t. */
     ucs_config_table_entry_t *md_config;
 

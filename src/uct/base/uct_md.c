@@ -255,6 +255,15 @@ ucs_status_t uct_rkey_ptr(uct_component_h component, uct_rkey_bundle_t *rkey_ob,
                                remote_addr, addr_p);
 }
 
+ucs_status_t uct_rkey_device_id(uct_component_h component, uct_rkey_t rkey,
+                                uint8_t id[16])
+{
+    if (component->rkey_device_id == NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return component->rkey_device_id(component, rkey, id);
+}
+
 ucs_status_t uct_rkey_release(uct_component_h component,
                               const uct_rkey_bundle_t *rkey_ob)
 {

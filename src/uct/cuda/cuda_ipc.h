@@ -50,6 +50,7 @@ typedef enum uct_cuda_ipc_fd_transfer {
 
 typedef struct uct_cuda_ipc_md_config {
     uct_md_config_t super;
+    int             exportable_default_pool; /**< UCX_CUDA_IPC_EXPORTABLE_DEFAULT_POOL */
 } uct_cuda_ipc_md_config_t;
 
 typedef struct uct_cuda_ipc_md {

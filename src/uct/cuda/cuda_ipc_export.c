@@ -14,6 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Devices whose UUIDs are cached (more are asked of the driver each time). */
+#define UCT_CUDA_IPC_UUID_CACHE 64
+
 /*
  * The export cache. An export costs ~0.85 ms on an H200 (GPU-FACTS.md), so
  * each exportable object -- a legacy allocation, a pool allocation, one VMM
@@ -601,6 +604,31 @@ static ucs_status_t uct_cuda_ipc_export_vmm(CUdeviceptr address, size_t length,
     return UCS_OK;
 }
 
+/* The UUID of device @a ordinal, cached: a key is packed per message and the
+ * answer never changes while the process lives. Zero when unknown. */
+static void uct_cuda_ipc_device_uuid(int ordinal, uint8_t uuid[16])
+{
+    static uint8_t cache[UCT_CUDA_IPC_UUID_CACHE][16];
+    static int valid[UCT_CUDA_IPC_UUID_CACHE];
+    CUuuid u;
+
+    if ((ordinal >= 0) && (ordinal < UCT_CUDA_IPC_UUID_CACHE) &&
+        __atomic_load_n(&valid[ordinal], __ATOMIC_ACQUIRE)) {
+        memcpy(uuid, cache[ordinal], 16);
+        return;
+    }
+    if (cuDeviceGetUuid(&u, (CUdevice)ordinal) != CUDA_SUCCESS) {
+        ucs_debug("cuda_ipc: no UUID for device %d", ordinal);
+        memset(uuid, 0, 16);
+        return;
+    }
+    memcpy(uuid, u.bytes, 16);
+    if ((ordinal >= 0) && (ordinal < UCT_CUDA_IPC_UUID_CACHE)) {
+        memcpy(cache[ordinal], u.bytes, 16);
+        __atomic_store_n(&valid[ordinal], 1, __ATOMIC_RELEASE);
+    }
+}
+
 ucs_status_t uct_cuda_ipc_export(const void *address, size_t length,
                                  uct_cuda_ipc_key_t *key)
 {
@@ -622,6 +650,7 @@ ucs_status_t uct_cuda_ipc_export(const void *address, size_t length,
         return UCS_OK; /* host or managed memory: nothing to export */
     }
     key->device = (uint32_t)a.device;
+    uct_cuda_ipc_device_uuid(a.device, key->device_uuid);
 
     if (a.legacy_capable) {
         kind = UCT_CUDA_IPC_KIND_LEGACY;

@@ -18,6 +18,16 @@
  */
 
 static ucs_config_field_t uct_cuda_ipc_md_config_fields[] = {
+    {"EXPORTABLE_DEFAULT_POOL", "n",
+     "Make each device's current stream-ordered memory pool IPC-capable when\n"
+     "the md opens: if it is the driver's default pool (never exportable), a\n"
+     "pool with POSIX-fd handles becomes the device's current pool, so plain\n"
+     "cudaMallocAsync/cuMemAllocAsync memory moves zero-copy. Affects the whole\n"
+     "process; the pool stays current after the md closes (allocations may\n"
+     "still use it). See docs/cuda-transports.md for its costs.",
+     ucs_offsetof(uct_cuda_ipc_md_config_t, exportable_default_pool),
+     UCS_CONFIG_TYPE_BOOL, 0},
+
     {NULL, NULL, NULL, 0, UCS_CONFIG_TYPE_INT, 0}
 };
 
@@ -27,6 +37,60 @@ static ucs_config_table_entry_t uct_cuda_ipc_md_config_table = {
     .fields = uct_cuda_ipc_md_config_fields,
     .size   = sizeof(uct_cuda_ipc_md_config_t)
 };
+UCS_CONFIG_REGISTER_TABLE(uct_cuda_ipc_md_config_table)
+
+/*
+ * UCX_CUDA_IPC_EXPORTABLE_DEFAULT_POOL: the driver's default pool of a
+ * device has no shareable handle type, so its memory cannot be exported.
+ * Replacing it, as the current pool, by one created with POSIX-fd handles
+ * makes every later plain cuMemAllocAsync exportable. A pool somebody else
+ * made current (the application's, or ours from an earlier md) is left as
+ * it is. Ours is never destroyed: allocations the application made from it
+ * may outlive the md, and the driver would free them with it.
+ */
+static void uct_cuda_ipc_md_make_pool_exportable(CUdevice dev)
+{
+    CUmemoryPool current, deflt, pool;
+    cuuint64_t threshold = 0;
+    CUmemPoolProps props;
+
+    if ((cuDeviceGetMemPool(&current, dev) != CUDA_SUCCESS) ||
+        (cuDeviceGetDefaultMemPool(&deflt, dev) != CUDA_SUCCESS)) {
+        ucs_debug("cuda_ipc: device %d has no memory pools", (int)dev);
+        return;
+    }
+    if (current != deflt) {
+        ucs_debug("cuda_ipc: device %d: current pool %p is not the default one, "
+                  "left as it is", (int)dev, (void*)current);
+        return;
+    }
+    memset(&props, 0, sizeof(props));
+    props.allocType     = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes   = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id   = (int)dev;
+    if (cuMemPoolCreate(&pool, &props) != CUDA_SUCCESS) {
+        ucs_warn("cuda_ipc: device %d: cannot create an IPC-capable memory pool;"
+                 " cuMemAllocAsync memory stays unexportable", (int)dev);
+        return;
+    }
+    /* Keep what the default pool keeps (the application may have set it). */
+    if ((cuMemPoolGetAttribute(deflt, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                               &threshold) == CUDA_SUCCESS) &&
+        (cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                               &threshold) != CUDA_SUCCESS)) {
+        ucs_debug("cuda_ipc: device %d: release threshold not copied", (int)dev);
+    }
+    if (cuDeviceSetMemPool(dev, pool) != CUDA_SUCCESS) {
+        ucs_warn("cuda_ipc: device %d: cannot make the IPC-capable pool current",
+                 (int)dev);
+        (void)cuMemPoolDestroy(pool); /* nothing was allocated from it */
+        return;
+    }
+    ucs_debug("cuda_ipc: device %d: IPC-capable pool %p is now current "
+              "(release threshold %llu)", (int)dev, (void*)pool,
+              (unsigned long long)threshold);
+}
 
 static void uct_cuda_ipc_md_close(uct_md_h md)
 {
@@ -115,6 +179,13 @@ static ucs_status_t uct_cuda_ipc_md_open(uct_component_t *component,
     if (md == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
+    if (((const uct_cuda_ipc_md_config_t*)config)->exportable_default_pool) {
+        int dev, count = uct_cuda_device_count();
+
+        for (dev = 0; dev < count; ++dev) {
+            uct_cuda_ipc_md_make_pool_exportable((CUdevice)dev);
+        }
+    }
     md->super.ops       = &uct_cuda_ipc_md_ops;
     md->super.component = component;
     *md_p               = &md->super;
@@ -187,6 +258,19 @@ static ucs_status_t uct_cuda_ipc_rkey_release(uct_component_t *component,
     return UCS_OK;
 }
 
+static ucs_status_t uct_cuda_ipc_rkey_device_id(uct_component_t *component,
+                                                uct_rkey_t rkey, uint8_t id[16])
+{
+    static const uint8_t unknown[16];
+    const uct_cuda_ipc_rkey_t *r = (const uct_cuda_ipc_rkey_t*)(uintptr_t)rkey;
+
+    if (!memcmp(r->key.device_uuid, unknown, sizeof(unknown))) {
+        return UCS_ERR_UNSUPPORTED; /* a version 1 key */
+    }
+    memcpy(id, r->key.device_uuid, 16);
+    return UCS_OK;
+}
+
 uct_component_t uct_cuda_ipc_component = {
     .name               = UCT_CUDA_IPC_NAME,
     .query_md_resources = uct_cuda_ipc_query_md_resources,
@@ -194,6 +278,7 @@ uct_component_t uct_cuda_ipc_component = {
     .rkey_unpack        = uct_cuda_ipc_rkey_unpack,
     .rkey_ptr           = NULL,
     .rkey_release       = uct_cuda_ipc_rkey_release,
+    .rkey_device_id     = uct_cuda_ipc_rkey_device_id,
     .md_config          = &uct_cuda_ipc_md_config_table,
     .flags              = 0,
     .tl_list            = UCS_LIST_INITIALIZER(uct_cuda_ipc_component.tl_list),

@@ -15,7 +15,10 @@
  */
 
 #define UCT_CUDA_IPC_RKEY_HDR_SIZE   16  /* magic..checksum */
-#define UCT_CUDA_IPC_RKEY_OWNER_SIZE 40
+#define UCT_CUDA_IPC_RKEY_OWNER_SIZE_V1 40
+#define UCT_CUDA_IPC_RKEY_UUID_SIZE  16
+#define UCT_CUDA_IPC_RKEY_OWNER_SIZE (UCT_CUDA_IPC_RKEY_OWNER_SIZE_V1 + \
+                                      UCT_CUDA_IPC_RKEY_UUID_SIZE)
 #define UCT_CUDA_IPC_RKEY_OBJ_SIZE   24
 #define UCT_CUDA_IPC_RKEY_CHUNK_SIZE 24
 #define UCT_CUDA_IPC_RKEY_FABRIC_CHUNK_SIZE (16 + UCT_CUDA_IPC_FABRIC_HANDLE_SIZE)
@@ -130,6 +133,7 @@ void uct_cuda_ipc_rkey_pack(const uct_cuda_ipc_key_t *key, void *buffer)
     uct_cuda_ipc_put(&c, key->boot_id, sizeof(key->boot_id));
     UCT_CUDA_IPC_PUT(&c, uint32_t, key->device);
     UCT_CUDA_IPC_PUT(&c, uint32_t, 0);
+    uct_cuda_ipc_put(&c, key->device_uuid, sizeof(key->device_uuid));
 
     UCT_CUDA_IPC_PUT(&c, uint64_t, key->remote_base);
     UCT_CUDA_IPC_PUT(&c, uint64_t, key->length);
@@ -201,7 +205,8 @@ ucs_status_t uct_cuda_ipc_rkey_parse(const void *buffer, uct_cuda_ipc_key_t *key
     if (magic != UCT_CUDA_IPC_RKEY_MAGIC) {
         return uct_cuda_ipc_rkey_reject("bad magic");
     }
-    if (version != UCT_CUDA_IPC_RKEY_VERSION) {
+    if ((version != UCT_CUDA_IPC_RKEY_VERSION) &&
+        (version != UCT_CUDA_IPC_RKEY_VERSION_V1)) {
         return uct_cuda_ipc_rkey_reject("unknown version");
     }
     if (kind >= UCT_CUDA_IPC_KIND_LAST) {
@@ -216,8 +221,10 @@ ucs_status_t uct_cuda_ipc_rkey_parse(const void *buffer, uct_cuda_ipc_key_t *key
         return uct_cuda_ipc_rkey_reject("bad chunk count");
     }
 
-    expected = UCT_CUDA_IPC_RKEY_HDR_SIZE + UCT_CUDA_IPC_RKEY_OWNER_SIZE +
-               UCT_CUDA_IPC_RKEY_OBJ_SIZE;
+    expected = UCT_CUDA_IPC_RKEY_HDR_SIZE + UCT_CUDA_IPC_RKEY_OWNER_SIZE_V1 +
+               UCT_CUDA_IPC_RKEY_OBJ_SIZE +
+               ((version == UCT_CUDA_IPC_RKEY_VERSION_V1) ? 0 :
+                UCT_CUDA_IPC_RKEY_UUID_SIZE);
     switch (kind) {
     case UCT_CUDA_IPC_KIND_LEGACY:
         expected += sizeof(CUipcMemHandle);
@@ -254,6 +261,9 @@ ucs_status_t uct_cuda_ipc_rkey_parse(const void *buffer, uct_cuda_ipc_key_t *key
     uct_cuda_ipc_get(&c, &reserved, sizeof(reserved));
     if (reserved != 0) {
         return uct_cuda_ipc_rkey_reject("reserved owner bytes set");
+    }
+    if (version != UCT_CUDA_IPC_RKEY_VERSION_V1) {
+        uct_cuda_ipc_get(&c, key->device_uuid, sizeof(key->device_uuid));
     }
     uct_cuda_ipc_get(&c, &key->remote_base, sizeof(key->remote_base));
     uct_cuda_ipc_get(&c, &key->length, sizeof(key->length));

@@ -10,7 +10,10 @@
  *            length of the whole blob (u32), checksum (u32, FNV-1a of the
  *            blob with this field zero)
  *   owner    pid (u32), uid (u32), pid namespace (u64), boot id (16 bytes),
- *            device ordinal of the memory (u32), reserved (u32, 0)
+ *            device ordinal of the memory (u32), reserved (u32, 0);
+ *            version 2 adds the device's UUID (16 bytes, cuDeviceGetUuid;
+ *            zero when unknown): ordinals differ between processes under
+ *            CUDA_VISIBLE_DEVICES, the UUID names the physical GPU
  *   object   remote base (u64): address of the start of the exported object
  *            in the exporter; object length (u64); buffer id (u64): changes
  *            when the address is reused by a new allocation
@@ -42,7 +45,9 @@
 BEGIN_C_DECLS
 
 #define UCT_CUDA_IPC_RKEY_MAGIC      0x4b504943u /* "CIPK" */
-#define UCT_CUDA_IPC_RKEY_VERSION    1
+/** Version written; the parser also reads version 1 (no device UUID). */
+#define UCT_CUDA_IPC_RKEY_VERSION    2
+#define UCT_CUDA_IPC_RKEY_VERSION_V1 1
 /** Most VMM chunks one key describes (a range of more is not exported). */
 #define UCT_CUDA_IPC_RKEY_MAX_CHUNKS 32
 /** Most chunks of a key with fabric handles (they are larger). */
@@ -75,6 +80,7 @@ typedef struct uct_cuda_ipc_key {
     uint64_t               pid_ns;
     uint8_t                boot_id[16];
     uint32_t               device;
+    uint8_t                device_uuid[16]; /**< zero: unknown (version 1) */
     uint64_t               remote_base;
     uint64_t               length;
     uint64_t               buffer_id;

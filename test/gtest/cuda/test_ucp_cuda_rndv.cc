@@ -81,6 +81,9 @@ void set_env(const std::vector<std::pair<std::string, std::string>> &extra)
     setenv("CUDASIM_ASYNC_DELAY_US", "100", 1);
     setenv("UCX_RNDV_THRESH", "8K", 1);
     setenv("UCX_RNDV_FRAG_SIZE", "host:64K,cuda:64K", 1);
+    /* The pair matrix checks the exportability rule; the one-copier rule
+     * (which turns half of the same-GPU gets into puts) has its own tests. */
+    setenv("UCX_RNDV_SAME_GPU_ONE_COPIER", "n", 1);
     for (const auto &kv : extra) {
         setenv(kv.first.c_str(), kv.second.c_str(), 1);
     }
@@ -171,12 +174,14 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
     auto receiver = [&](oob_channel &oob) {
         set_env(env);
         cuda_test::init_device(0);
+        /* UCP first: UCX_CUDA_IPC_EXPORTABLE_DEFAULT_POOL acts when the md
+         * opens, on allocations made after it. */
+        peer p;
+        p.init(oob);
         std::vector<buffer> bufs(concurrent);
         for (auto &b : bufs) {
             b.init(rkind);
         }
-        peer p;
-        p.init(oob);
         unsigned seed = 0, rndv = 0;
         for (size_t size : sizes) {
             std::vector<ucs_status_ptr_t> reqs;
@@ -209,12 +214,12 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
     auto sender = [&](oob_channel &oob) {
         set_env(env);
         cuda_test::init_device(0);
+        peer p;
+        p.init(oob);
         std::vector<buffer> bufs(concurrent);
         for (auto &b : bufs) {
             b.init(skind);
         }
-        peer p;
-        p.init(oob);
         unsigned seed = 0;
         for (size_t size : sizes) {
             std::vector<ucs_status_ptr_t> reqs;
@@ -426,6 +431,100 @@ TEST_F(test_ucp_cuda_rndv_misc, sync_truncation_and_cancel)
         p.cleanup(oob);
     };
     cuda_test::cuda_two_processes(receiver, sender, 120.0);
+}
+
+/* UCX_CUDA_IPC_EXPORTABLE_DEFAULT_POOL=y: plain cuMemAllocAsync memory comes
+ * from an IPC-capable pool and is read zero-copy; without it, it is staged. */
+const kind_t k_async = {false, mem_kind::async_default_pool};
+
+TEST_F(test_ucp_cuda_rndv_misc, exportable_default_pool_makes_async_memory_get)
+{
+    for (bool on : {true, false}) {
+        run_sizes(k_async, k_async,
+                  on ? UCP_PROTO_STAT_RNDV_GET : UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+                  {{"UCX_CUDA_IPC_EXPORTABLE_DEFAULT_POOL", on ? "y" : "n"}},
+                  k_big);
+    }
+}
+
+/*
+ * One copier per pair on one GPU: a ping-pong of exportable buffers, each
+ * process sending and receiving. Each message is counted by both of its
+ * processes (the sender learns the protocol from the ATS). With the rule,
+ * a message to the higher-uuid process is a put (the lower one copies) and a
+ * message to the lower one a get (again the lower one copies): every
+ * process counts as many puts as gets. Without it, or on two different
+ * GPUs, every message is a get.
+ */
+void run_pingpong(int dev_first, int dev_second, bool one_copier,
+                  bool want_one_copier)
+{
+    const unsigned rounds = 4;
+    const size_t size     = 3 * k_frag + 1;
+    const kind_t k_leg    = {false, mem_kind::legacy};
+
+    auto side = [&](oob_channel &oob, int dev, bool first) {
+        set_env({{"UCX_RNDV_SAME_GPU_ONE_COPIER", one_copier ? "y" : "n"}});
+        cuda_test::init_device(dev);
+        buffer sbuf, rbuf;
+        sbuf.init(k_leg);
+        rbuf.init(k_leg);
+        peer p;
+        p.init(oob);
+        for (unsigned r = 0; r < rounds; ++r) {
+            unsigned seed = 2 * r + (first ? 1 : 2);
+            for (int turn = 0; turn < 2; ++turn) {
+                if ((turn == 0) == first) {
+                    for (size_t i = 0; i < k_alloc; ++i) {
+                        sbuf.host[i] = (i >= k_offset) ?
+                                       pattern(i - k_offset, seed) : 0;
+                    }
+                    sbuf.upload();
+                    ASSERT_EQ(UCS_OK, p.wait(p.send(sbuf.ptr() + k_offset,
+                                                    size, seed)));
+                } else {
+                    unsigned rseed = 2 * r + (first ? 2 : 1);
+                    memset(rbuf.host.data(), 0xee, k_alloc);
+                    rbuf.upload();
+                    ASSERT_CU(cuCtxSynchronize());
+                    ASSERT_EQ(UCS_OK, p.wait(p.recv(rbuf.ptr() + k_offset,
+                                                    size, rseed)));
+                    check_received(rbuf, size, rseed,
+                                   "ping-pong round " + std::to_string(r));
+                }
+            }
+        }
+        ASSERT_TRUE(oob.barrier()); /* every ATS has arrived */
+        if (want_one_copier) {
+            EXPECT_EQ(rounds, p.count(UCP_PROTO_STAT_RNDV_PUT));
+            EXPECT_EQ(rounds, p.count(UCP_PROTO_STAT_RNDV_GET));
+        } else {
+            EXPECT_EQ(0u, p.count(UCP_PROTO_STAT_RNDV_PUT));
+            EXPECT_EQ(2 * rounds, p.count(UCP_PROTO_STAT_RNDV_GET));
+        }
+        p.cleanup(oob);
+    };
+    cuda_test::cuda_two_processes(
+            [&](oob_channel &oob) { side(oob, dev_first, true); },
+            [&](oob_channel &oob) { side(oob, dev_second, false); }, 120.0);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, same_gpu_lower_uuid_copies_both_ways)
+{
+    run_pingpong(0, 0, true, true);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, same_gpu_one_copier_off_both_get)
+{
+    run_pingpong(0, 0, false, false);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, two_gpus_one_copier_not_applied)
+{
+    if (cuda_test::device_count() < 2) {
+        GTEST_SKIP() << "needs two CUDA devices";
+    }
+    run_pingpong(0, 1, true, false);
 }
 
 } // namespace

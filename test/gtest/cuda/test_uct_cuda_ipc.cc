@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -588,6 +589,110 @@ TEST_F(test_uct_cuda_ipc, packing_twice_reuses_the_cached_export)
             EXPECT_EQ(first, pack_key(*e, a.ptr, SIZE)) << kind_name(k);
         }
     });
+}
+
+/* Version 2 keys name the GPU by UUID (the same in every process, unlike
+ * the ordinal); version 1 keys (no UUID) still unpack, with no device id. */
+TEST_F(test_uct_cuda_ipc, key_carries_device_uuid_and_version_1_still_parses)
+{
+    in_child([] {
+        typedef ucs_status_t (*parse_fn_t)(const void*, uct_cuda_ipc_key_t*);
+        int devices = device_count();
+        for (int dev = 0; dev < std::min(devices, 2); ++dev) {
+            init_device(dev);
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+            parse_fn_t parse = (parse_fn_t)module_symbol("uct_cuda_ipc_rkey_parse");
+            ASSERT_TRUE(parse != NULL);
+            uct_component_h comp = e->component();
+            allocation a;
+            ASSERT_CU(a.allocate(mem_kind::legacy, SIZE));
+            std::string v2 = pack_key(*e, a.ptr, SIZE);
+            EXPECT_EQ(2, v2[4]);
+            uct_cuda_ipc_key_t key;
+            ASSERT_UCS_OK(parse(v2.data(), &key));
+            CUuuid uuid;
+            ASSERT_CU(cuDeviceGetUuid(&uuid, dev));
+            EXPECT_EQ(0, memcmp(uuid.bytes, key.device_uuid, 16)) << dev;
+            uct_rkey_bundle_t b;
+            ASSERT_UCS_OK(uct_rkey_unpack(comp, v2.data(), &b));
+            uint8_t id[16];
+            ASSERT_UCS_OK(uct_rkey_device_id(comp, b.rkey, id));
+            EXPECT_EQ(0, memcmp(uuid.bytes, id, 16));
+            uct_rkey_release(comp, &b);
+
+            /* The same key in version 1: owner without the UUID (bytes
+             * 56..71), new length and checksum (FNV-1a, field zeroed). */
+            std::string v1 = v2;
+            uint32_t length;
+            memcpy(&length, &v1[8], sizeof(length));
+            v1.erase(56, 16);
+            v1.append(16, '\0');
+            v1[4]   = 1;
+            length -= 16;
+            memcpy(&v1[8], &length, sizeof(length));
+            memset(&v1[12], 0, 4);
+            uint32_t csum = 2166136261u;
+            for (uint32_t i = 0; i < length; ++i) {
+                csum = (csum ^ (uint8_t)v1[i]) * 16777619u;
+            }
+            memcpy(&v1[12], &csum, sizeof(csum));
+            ASSERT_UCS_OK(parse(v1.data(), &key));
+            EXPECT_EQ(UCT_CUDA_IPC_KIND_LEGACY, key.kind);
+            EXPECT_EQ((uint64_t)a.ptr, key.remote_base);
+            ASSERT_UCS_OK(uct_rkey_unpack(comp, v1.data(), &b));
+            EXPECT_UCS_STATUS(UCS_ERR_UNSUPPORTED,
+                              uct_rkey_device_id(comp, b.rkey, id));
+            uct_rkey_release(comp, &b);
+            /* A version 1 length on a version 2 key is refused. */
+            v1[4] = 2;
+            EXPECT_UCS_STATUS(UCS_ERR_INVALID_PARAM, parse(v1.data(), &key));
+        }
+        if (devices >= 2) {
+            CUuuid u0, u1;
+            ASSERT_CU(cuDeviceGetUuid(&u0, 0));
+            ASSERT_CU(cuDeviceGetUuid(&u1, 1));
+            EXPECT_NE(0, memcmp(u0.bytes, u1.bytes, 16));
+        }
+    });
+}
+
+/* UCX_CUDA_IPC_EXPORTABLE_DEFAULT_POOL: the md makes the current pool
+ * IPC-capable, so cuMemAllocAsync memory packs as POOL; a pool the
+ * application made current is left alone; without it, not exportable. */
+TEST_F(test_uct_cuda_ipc, exportable_default_pool_option)
+{
+    for (bool on : {true, false}) {
+        in_child([on] {
+            typedef ucs_status_t (*parse_fn_t)(const void*, uct_cuda_ipc_key_t*);
+            setenv("UCX_CUDA_IPC_EXPORTABLE_DEFAULT_POOL", on ? "y" : "n", 1);
+            init_device();
+            CUmemoryPool deflt, current;
+            ASSERT_CU(cuDeviceGetDefaultMemPool(&deflt, 0));
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+            ASSERT_CU(cuDeviceGetMemPool(&current, 0));
+            EXPECT_EQ(on, current != deflt);
+            parse_fn_t parse = (parse_fn_t)module_symbol("uct_cuda_ipc_rkey_parse");
+            ASSERT_TRUE(parse != NULL);
+            {
+                allocation a;
+                ASSERT_CU(a.allocate(mem_kind::async_default_pool, SIZE));
+                uct_cuda_ipc_key_t key;
+                ASSERT_UCS_OK(parse(pack_key(*e, a.ptr, SIZE).data(), &key));
+                EXPECT_EQ(on ? UCT_CUDA_IPC_KIND_POOL : UCT_CUDA_IPC_KIND_NONE,
+                          key.kind);
+            }
+            /* A second md (another context) keeps the pool in place. */
+            std::unique_ptr<uct_test_entity> e2(new_ipc_entity());
+            CUmemoryPool again;
+            ASSERT_CU(cuDeviceGetMemPool(&again, 0));
+            EXPECT_EQ(current, again);
+            e2.reset();
+            e.reset();
+            /* It outlives the md: allocations may still come from it. */
+            ASSERT_CU(cuDeviceGetMemPool(&again, 0));
+            EXPECT_EQ(current, again);
+        });
+    }
 }
 
 TEST_F(test_uct_cuda_ipc, corrupt_or_truncated_keys_are_rejected)
