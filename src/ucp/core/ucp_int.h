@@ -422,6 +422,13 @@ void ucp_ep_destroy_internal(ucp_ep_h ep);
 ucp_ep_h ucp_worker_find_ep(ucp_worker_h worker, uint64_t uuid);
 /** Acknowledge sync send @a sync_id to the peer of @a ep. */
 ucs_status_t ucp_ep_send_ack(ucp_ep_h ep, uint64_t sync_id);
+/* ucp_ctrl.c */
+/** Send a control message [hdr][data] with active-message id @a am_id on
+ *  @a ep: now when its queue is empty, else (or when the transport is busy)
+ *  a copy queued behind what is there. UCS_ERR_EXCEEDS_LIMIT when it does
+ *  not fit one segment; the ep's status when it failed. */
+ucs_status_t ucp_ep_send_ctrl(ucp_ep_h ep, uint8_t am_id, const void *hdr,
+                              size_t hdr_len, const void *data, size_t data_len);
 /** Queue a flush of @a ep (close: destroy it afterwards); with @a parent it
  *  is an internal child of a worker flush. */
 ucs_status_ptr_t ucp_ep_flush_internal(ucp_ep_h ep,

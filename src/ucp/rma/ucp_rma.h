@@ -86,11 +86,6 @@ ucs_status_t ucp_rma_region_atomic(ucp_worker_h worker, uint64_t rma_id,
                                    const ucp_rma_amo_args_t *args,
                                    size_t size, uint64_t *old_p);
 
-/* ucp_rma_target.c: answers */
-/** Send a packed message on @a ep, queued behind the ep's send queue when
- *  the transport has no room (the message is copied then). */
-ucs_status_t ucp_rma_send_msg(ucp_ep_h ep, uint8_t am_id, const void *msg,
-                              size_t length);
 
 /* ucp_rma_origin.c: operations in flight */
 /** What an operation kind adds to a started request (at least its

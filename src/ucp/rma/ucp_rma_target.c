@@ -15,74 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    const void *msg;
-    size_t     length;
-} ucp_rma_msg_t;
-
-static size_t ucp_rma_pack_msg(void *dest, void *arg)
-{
-    ucp_rma_msg_t *m = arg;
-
-    memcpy(dest, m->msg, m->length);
-    return m->length;
-}
-
-/* A queued answer: the message copy is the request's scratch memory, freed
- * when the request completes (sent, or failed with the ep). */
-static ucs_status_t ucp_rma_msg_progress(ucp_request_t *req)
-{
-    ucp_rma_msg_t m = {req->u.rma.result, req->u.rma.sent};
-    ssize_t ret;
-
-    ret = uct_ep_am_bcopy(req->ep->uct_ep, (uint8_t)req->u.rma.kind,
-                          ucp_rma_pack_msg, &m, 0);
-    if (ret < 0) {
-        return (ucs_status_t)ret;
-    }
-    ucp_request_complete(req, UCS_OK);
-    return UCS_OK;
-}
-
-ucs_status_t ucp_rma_send_msg(ucp_ep_h ep, uint8_t am_id, const void *msg,
-                              size_t length)
-{
-    ucp_rma_msg_t m = {msg, length};
-    ucp_request_t *req;
-    ssize_t ret;
-
-    if (ep->flags & UCP_EP_FLAG_FAILED) {
-        return ep->status;
-    }
-    if (length > ep->max_bcopy) {
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-    if (ucs_queue_is_empty(&ep->send_q)) {
-        ret = uct_ep_am_bcopy(ep->uct_ep, am_id, ucp_rma_pack_msg, &m, 0);
-        if (ret >= 0) {
-            return UCS_OK;
-        } else if (ret != UCS_ERR_NO_RESOURCE) {
-            return (ucs_status_t)ret;
-        }
-    }
-    req = ucp_request_get(ep->worker, NULL);
-    if (req == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    req->u.rma.result = ucp_request_scratch_alloc(req, length);
-    if (req->u.rma.result == NULL) {
-        ucp_request_put(req);
-        return UCS_ERR_NO_MEMORY;
-    }
-    memcpy(req->u.rma.result, msg, length);
-    req->flags       |= UCP_REQ_FLAG_INTERNAL;
-    req->u.rma.sent   = length;
-    req->u.rma.kind   = am_id;
-    req->progress     = ucp_rma_msg_progress;
-    ucp_ep_push(ep, req);
-    return UCS_OK;
-}
-
 /* Answer @a hdr's request: @a msg starts with a ucp_rma_rep_hdr_t that is
  * filled here. */
 static void ucp_rma_target_answer(ucp_worker_h worker,
@@ -103,11 +35,11 @@ static void ucp_rma_target_answer(ucp_worker_h worker,
                   "address: not answered", (unsigned long long)hdr->uuid);
         return;
     }
-    send_status = ucp_rma_send_msg(ep, am_id, msg, length);
+    send_status = ucp_ep_send_ctrl(ep, am_id, msg, length, NULL, 0);
     if ((send_status == UCS_ERR_EXCEEDS_LIMIT) && (length > sizeof(*rep))) {
         /* data that does not fit our segment: answer the error alone */
         rep->status = UCS_ERR_EXCEEDS_LIMIT;
-        send_status = ucp_rma_send_msg(ep, am_id, rep, sizeof(*rep));
+        send_status = ucp_ep_send_ctrl(ep, am_id, rep, sizeof(*rep), NULL, 0);
     }
     if (send_status != UCS_OK) {
         ucs_error("ucp: cannot answer rma request of worker 0x%llx: %s",

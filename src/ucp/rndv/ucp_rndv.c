@@ -371,89 +371,6 @@ void ucp_rndv_peer_failed(ucp_worker_h worker, uint64_t uuid,
 
 /* ---- control messages ------------------------------------------------------ */
 
-static size_t ucp_rndv_ctrl_pack(void *dest, void *arg)
-{
-    ucp_request_t *req = arg;
-
-    memcpy(dest, req->u.ctrl.blob, req->u.ctrl.blob_len);
-    return req->u.ctrl.blob_len;
-}
-
-static ucs_status_t ucp_rndv_ctrl_progress(ucp_request_t *req)
-{
-    ssize_t ret;
-
-    ret = uct_ep_am_bcopy(req->ep->uct_ep, (uint8_t)req->u.ctrl.ack_id,
-                          ucp_rndv_ctrl_pack, req, 0);
-    if (ret < 0) {
-        return (ucs_status_t)ret;
-    }
-    ucp_request_complete(req, UCS_OK);
-    return UCS_OK;
-}
-
-typedef struct {
-    const void *hdr;
-    size_t     hdr_len;
-    const void *data;
-    size_t     data_len;
-} ucp_rndv_ctrl_msg_t;
-
-static size_t ucp_rndv_ctrl_pack_direct(void *dest, void *arg)
-{
-    ucp_rndv_ctrl_msg_t *msg = arg;
-
-    memcpy(dest, msg->hdr, msg->hdr_len);
-    if (msg->data_len > 0) {
-        memcpy((char*)dest + msg->hdr_len, msg->data, msg->data_len);
-    }
-    return msg->hdr_len + msg->data_len;
-}
-
-ucs_status_t ucp_rndv_ctrl_send_ep(ucp_ep_h ep, uint8_t id, const void *hdr,
-                                   size_t hdr_len, const void *data,
-                                   size_t data_len)
-{
-    ucp_rndv_ctrl_msg_t msg = {hdr, hdr_len, data, data_len};
-    ucp_request_t *req;
-    ssize_t ret;
-    char *blob;
-
-    if (ep->flags & UCP_EP_FLAG_FAILED) {
-        return ep->status;
-    }
-    if (hdr_len + data_len > ep->max_bcopy) {
-        ucs_error("ucp: rendezvous message of %zu bytes exceeds the %zu-byte "
-                  "segment of ep %s", hdr_len + data_len, ep->max_bcopy, ep->name);
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-    if (ucs_queue_is_empty(&ep->send_q)) {
-        ret = uct_ep_am_bcopy(ep->uct_ep, id, ucp_rndv_ctrl_pack_direct, &msg, 0);
-        if (ret >= 0) {
-            return UCS_OK;
-        } else if (ret != UCS_ERR_NO_RESOURCE) {
-            return (ucs_status_t)ret;
-        }
-    }
-    req = ucp_request_get(ep->worker, NULL);
-    if (req == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    blob = ucp_request_scratch_alloc(req, hdr_len + data_len);
-    if (blob == NULL) {
-        ucp_request_put(req);
-        return UCS_ERR_NO_MEMORY;
-    }
-    ucp_rndv_ctrl_pack_direct(blob, &msg);
-    req->flags           |= UCP_REQ_FLAG_INTERNAL;
-    req->u.ctrl.blob      = blob;
-    req->u.ctrl.blob_len  = hdr_len + data_len;
-    req->u.ctrl.ack_id    = id;
-    req->progress         = ucp_rndv_ctrl_progress;
-    ucp_ep_push(ep, req);
-    return UCS_OK;
-}
-
 ucs_status_t ucp_rndv_ctrl_send(ucp_worker_h worker, uint64_t uuid, uint8_t id,
                                 const void *hdr, size_t hdr_len,
                                 const void *data, size_t data_len)
@@ -465,7 +382,7 @@ ucs_status_t ucp_rndv_ctrl_send(ucp_worker_h worker, uint64_t uuid, uint8_t id,
                   (unsigned long long)uuid, id);
         return UCS_ERR_UNREACHABLE;
     }
-    return ucp_rndv_ctrl_send_ep(ep, id, hdr, hdr_len, data, data_len);
+    return ucp_ep_send_ctrl(ep, id, hdr, hdr_len, data, data_len);
 }
 
 void ucp_rndv_warn_import_failed(ucs_status_t status)

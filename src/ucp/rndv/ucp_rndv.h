@@ -164,10 +164,6 @@ void ucp_rndv_req_complete(ucp_rndv_req_t *rreq, ucs_status_t status);
 ucs_status_t ucp_rndv_ctrl_send(ucp_worker_h worker, uint64_t uuid, uint8_t id,
                                 const void *hdr, size_t hdr_len,
                                 const void *data, size_t data_len);
-/** The same on a given ep. */
-ucs_status_t ucp_rndv_ctrl_send_ep(ucp_ep_h ep, uint8_t id, const void *hdr,
-                                   size_t hdr_len, const void *data,
-                                   size_t data_len);
 
 /* ---- ucp_rndv_keys.c: cuda_ipc keys and caches of unpacked keys ---------- */
 

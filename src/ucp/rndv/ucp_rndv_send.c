@@ -150,7 +150,7 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
               "flags 0x%x", (unsigned long long)rreq->id, rreq->length,
               ucs_memory_type_names[mem_type], (unsigned long long)rts.tag,
               rts.flags);
-    status = ucp_rndv_ctrl_send_ep(ep, UCP_AM_ID_RNDV_RTS, &rts, sizeof(rts),
+    status = ucp_ep_send_ctrl(ep, UCP_AM_ID_RNDV_RTS, &rts, sizeof(rts),
                                    key, rts.key_len);
     if (status != UCS_OK) {
         ucp_rndv_req_complete(rreq, status);
