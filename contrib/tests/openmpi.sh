@@ -28,6 +28,16 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     fi
 fi
 
+# Open MPI's plugins are not instrumented: they cannot load libraries built
+# with the sanitizers or fuzzing coverage (unresolved runtime symbols such
+# as __sancov_lowest_stack), so MPI_Init fails before our code runs. The
+# debug tree runs this test in full; here it is skipped, visibly.
+if grep -qE -- '-fsanitize=(address|fuzzer)' "$build/Makefile" 2>/dev/null; then
+    echo "SKIP: $build is built with sanitizers/fuzzing coverage, which uninstrumented"
+    echo "      Open MPI plugins cannot load; the debug tree runs this test"
+    exit 77
+fi
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 libs="$build/src/ucp/.libs:$build/src/uct/.libs:$build/src/ucs/.libs:$build/src/ucm/.libs"

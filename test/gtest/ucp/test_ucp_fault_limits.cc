@@ -230,9 +230,11 @@ TEST_P(test_ucp_fault_limits, fd_limit_reached_while_connecting_is_a_clear_error
                 }
                 ASSERT_NE(UCS_ERR_TIMED_OUT, status) << "hung at the fd limit";
                 e.close(ep, true);
-            } catch (const std::runtime_error &err) {
-                status = UCS_ERR_NO_RESOURCE; /* ucp_ep_create refused */
-                printf("[ fd limit ] %s: %s\n", tls.c_str(), err.what());
+            } catch (const std::runtime_error &) {
+                /* ucp_ep_create refused (the log below says why). No
+                 * err.what() here: with no fd to spare, UBSan's vptr check
+                 * cannot read /proc/self/maps and reports a false error. */
+                status = UCS_ERR_NO_RESOURCE;
             }
             for (int fd : holes) {
                 close(fd);
