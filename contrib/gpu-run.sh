@@ -153,7 +153,7 @@ fi
 
 # ---- 3b. long run: 10^5 cuda_ipc transfers from fresh allocations ----
 # Imported mappings, fds, memory files and RSS must plateau; the peaks are
-# printed as "[ long run ]" lines (docs/reliability.md). About 10 minutes.
+# printed as "[ long run ]" lines (docs/reliability.md). 104 s on an H200.
 if [ -x test/gtest/gtest_cuda ]; then
     log=$(dirname "$transcript")/long_run.log
     if UCX_TEST_LONG_RUN=${LONG_RUN_COUNT:-100000} timeout 1800 test/gtest/gtest_cuda \
