@@ -33,8 +33,7 @@ fi
 # as __sancov_lowest_stack), so MPI_Init fails before our code runs. The
 # debug tree runs this test in full; here it is skipped, visibly.
 if grep -qE -- '-fsanitize=(address|fuzzer)' "$build/Makefile" 2>/dev/null; then
-    echo "SKIP: $build is built with sanitizers/fuzzing coverage, which uninstrumented"
-    echo "      Open MPI plugins cannot load; the debug tree runs this test"
+    echo "SKIP: instrumented tree (sanitizers/fuzzing): Debian's Open MPI plugins cannot load it; the debug tree runs this test"
     exit 77
 fi
 
