@@ -142,21 +142,30 @@ ucx_test::process_fn_t exporter(mem_kind kind)
 }
 
 /*
- * Exporter for importer-side checks: allocate @a kind, fill
- * [OFFSET, OFFSET + LENGTH) with seed 1, offer it, and keep it alive until
- * the importer's barrier.
+ * Exporter for importer-side checks: allocate each of @a kinds, fill
+ * [OFFSET, OFFSET + LENGTH) of the i-th with seed i + 1, offer them in order,
+ * and keep them alive until the importer's barrier.
  */
-ucx_test::process_fn_t single_offer(mem_kind kind)
+ucx_test::process_fn_t offers(std::vector<mem_kind> kinds)
 {
-    return guarded([kind](oob_channel &ch) {
+    return guarded([kinds](oob_channel &ch) {
         init_device();
         std::unique_ptr<uct_test_entity> e(new_ipc_entity());
-        allocation a;
-        ASSERT_CU(a.allocate(kind, SIZE));
-        write_pattern(a.ptr + OFFSET, LENGTH, 1);
-        ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
+        std::vector<allocation> allocs(kinds.size());
+        for (size_t i = 0; i < kinds.size(); ++i) {
+            ASSERT_CU(allocs[i].allocate(kinds[i], SIZE));
+            write_pattern(allocs[i].ptr + OFFSET, LENGTH, (unsigned)i + 1);
+        }
+        for (const allocation &a : allocs) {
+            ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
+        }
         ASSERT_TRUE(ch.barrier());
     });
+}
+
+ucx_test::process_fn_t single_offer(mem_kind kind)
+{
+    return offers({kind});
 }
 
 /* Importer: get [OFFSET, OFFSET + LENGTH) and check it, put seed 2 there. */
@@ -535,18 +544,7 @@ TEST_F(test_uct_cuda_ipc, cache_evicts_least_recently_used_beyond_max_regions)
             }
             ASSERT_TRUE(ch.barrier());
         }),
-        guarded([](oob_channel &ch) {
-            init_device();
-            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
-            allocation a, b;
-            ASSERT_CU(a.allocate(mem_kind::pool_posix_fd, SIZE));
-            ASSERT_CU(b.allocate(mem_kind::vmm_posix_fd, SIZE));
-            write_pattern(a.ptr + OFFSET, LENGTH, 1);
-            write_pattern(b.ptr + OFFSET, LENGTH, 2);
-            ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
-            ASSERT_TRUE(send_offer(ch, *e, b.ptr, SIZE));
-            ASSERT_TRUE(ch.barrier());
-        }));
+        offers({mem_kind::pool_posix_fd, mem_kind::vmm_posix_fd}));
 }
 
 TEST_F(test_uct_cuda_ipc, cache_off_maps_per_operation)
@@ -1127,18 +1125,7 @@ TEST_F(test_uct_cuda_ipc, cache_respects_size_limit_but_never_unmaps_under_a_cop
             }
             ASSERT_TRUE(ch.barrier());
         }),
-        guarded([](oob_channel &ch) {
-            init_device();
-            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
-            allocation a, b;
-            ASSERT_CU(a.allocate(mem_kind::legacy, SIZE));
-            ASSERT_CU(b.allocate(mem_kind::vmm_two_chunks, SIZE));
-            write_pattern(a.ptr + OFFSET, LENGTH, 1);
-            write_pattern(b.ptr + OFFSET, LENGTH, 2);
-            ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
-            ASSERT_TRUE(send_offer(ch, *e, b.ptr, SIZE));
-            ASSERT_TRUE(ch.barrier());
-        }));
+        offers({mem_kind::legacy, mem_kind::vmm_two_chunks}));
 }
 
 TEST_F(test_uct_cuda_ipc, vmm_with_fabric_handles_needs_no_fd_transfer)
