@@ -11,12 +11,16 @@
 #include "common/test_helpers.h"
 
 #include <dirent.h>
+#include <string.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <vector>
 
 using namespace ucx_test;
@@ -260,3 +264,143 @@ TEST_P(test_ucp_fault_limits, fd_limit_reached_while_connecting_is_a_clear_error
 }
 
 INSTANTIATE_TEST_SUITE_P(tls, test_ucp_fault_limits, ::testing::Values("posix", "tcp"));
+
+/*
+ * "/dev/shm full" cannot hurt the posix transport, which puts its FIFOs and
+ * segments in memfd files (accounted as process memory, not on /dev/shm):
+ * checked by watching /dev/shm and our mappings while a message moves. What
+ * can happen is that a segment cannot grow: RLIMIT_FSIZE makes ftruncate of
+ * the memfd fail with EFBIG, as a full tmpfs would fail it with ENOSPC.
+ * That must be a clear error naming the cause, and with another transport
+ * configured the worker must still carry messages.
+ */
+namespace {
+
+/* Files in /dev/shm that a UCX process could have made (other programs on
+ * the machine may add theirs meanwhile). */
+std::vector<std::string> dev_shm_ucx_entries()
+{
+    std::vector<std::string> names;
+    DIR *d = opendir("/dev/shm");
+    if (d == NULL) {
+        return names;
+    }
+    while (struct dirent *de = readdir(d)) {
+        if (strcasestr(de->d_name, "ucx") != NULL) {
+            names.push_back(de->d_name);
+        }
+    }
+    closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+/* Whether one of our open fds is a file under @a prefix. */
+bool fds_under(const char *prefix)
+{
+    bool found = false;
+    DIR *d     = opendir("/proc/self/fd");
+    if (d == NULL) {
+        return false;
+    }
+    while (struct dirent *de = readdir(d)) {
+        char path[300], target[512] = {};
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+        if ((readlink(path, target, sizeof(target) - 1) > 0) &&
+            (strncmp(target, prefix, strlen(prefix)) == 0)) {
+            found = true;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+bool maps_mention(const char *what)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    bool found = false;
+    while ((f != NULL) && (fgets(line, sizeof(line), f) != NULL)) {
+        found = found || (strstr(line, what) != NULL);
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return found;
+}
+
+/* Send @a len bytes from @a a to @a b (two workers of this process) and
+ * check them; both are progressed. */
+void send_between(ucp_entity &a, ucp_entity &b, size_t len)
+{
+    ucp_ep_h ep = a.connect(b.address());
+    std::vector<char> out(len), in(len, 0);
+    for (size_t i = 0; i < len; ++i) {
+        out[i] = (char)(i * 7 + 3);
+    }
+    ucp_request_param_t p = no_param();
+    ucs_status_ptr_t rr = ucp_tag_recv_nbx(b.worker(), in.data(), len, 5, UINT64_MAX,
+                                           &p);
+    ucs_status_ptr_t sr = ucp_tag_send_nbx(ep, out.data(), len, 5, &p);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (((UCS_PTR_IS_PTR(sr) && ucp_request_check_status(sr) == UCS_INPROGRESS) ||
+            (UCS_PTR_IS_PTR(rr) && ucp_request_check_status(rr) == UCS_INPROGRESS)) &&
+           (std::chrono::steady_clock::now() < deadline)) {
+        ucp_worker_progress(a.worker());
+        ucp_worker_progress(b.worker());
+    }
+    EXPECT_EQ(UCS_OK, a.wait(sr, 1));
+    EXPECT_EQ(UCS_OK, b.wait(rr, 1));
+    EXPECT_TRUE(in == out) << len << " bytes arrived corrupted";
+    a.close(ep, true);
+}
+
+} // namespace
+
+TEST(test_ucp_shm_limits, posix_transport_never_touches_dev_shm)
+{
+    std::vector<std::string> before = dev_shm_ucx_entries();
+    {
+        ucp_entity a("posix"), b("posix");
+        send_between(a, b, 8);
+        send_between(a, b, 300000);
+        EXPECT_EQ(before, dev_shm_ucx_entries()) << "a file appeared in /dev/shm";
+        EXPECT_FALSE(maps_mention("/dev/shm/")) << "a /dev/shm file is mapped";
+        EXPECT_FALSE(fds_under("/dev/shm/")) << "a /dev/shm file is open";
+        EXPECT_TRUE(maps_mention("/memfd:ucx-posix")) << "no posix memfd mapped: "
+                                                         "was posix used?";
+    }
+    EXPECT_EQ(before, dev_shm_ucx_entries());
+}
+
+TEST(test_ucp_shm_limits, segment_that_cannot_grow_is_a_clear_error)
+{
+    /* In a child: the limits and the ignored signal must not outlive it. */
+    run_two_processes(
+        [&](oob_channel &ch) { ASSERT_TRUE(ch.barrier()); },
+        [&](oob_channel &ch) {
+            config_sandbox sandbox;
+            struct rlimit tight = {4096, 4096};
+            signal(SIGXFSZ, SIG_IGN); /* else ftruncate beyond it kills us */
+            ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &tight));
+
+            bool refused = false;
+            try {
+                ucp_entity only_posix("posix");
+            } catch (const std::runtime_error &) {
+                refused = true;
+            }
+            std::string log = sandbox.log();
+            printf("[ shm limit ] posix alone: %s, log:\n%s",
+                   refused ? "refused" : "created", log.c_str());
+            EXPECT_TRUE(refused) << "a posix-only worker came up without memory";
+            EXPECT_NE(std::string::npos, log.find("File too large"))
+                    << "the error does not name the cause:\n" << log;
+
+            /* Another transport configured: the worker still works. */
+            ucp_entity a("posix,tcp"), b("posix,tcp");
+            send_between(a, b, 300000);
+            ASSERT_TRUE(ch.barrier());
+        },
+        60);
+}
