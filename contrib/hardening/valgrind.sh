@@ -72,6 +72,10 @@ for g in "${groups[@]}"; do
         failed=$((failed + 1))
         echo "[valgrind] $name: FAILED (exit $rc, $errors errors, ${secs}s)"
         grep -E '^==[0-9]+== (Invalid|Conditional|Use of|Syscall|.*definitely lost)|^\[  FAILED' "$log" | head -20
+        # The first failed assertion and the first leak's stack: a failure
+        # in CI must be readable from its log alone.
+        grep -m1 -A6 -E ': Failure$' "$log"
+        grep -m1 -A14 -E 'definitely lost in loss record' "$log"
     fi
 done
 
