@@ -36,10 +36,21 @@ typedef struct uct_cuda_copy_iface_config {
     size_t             max_short;
 } uct_cuda_copy_iface_config_t;
 
+/** Devices a cuda_copy iface can run copies on (ordinals below it). */
+#define UCT_CUDA_COPY_MAX_DEVICES 64
+
 typedef struct uct_cuda_copy_iface {
     uct_base_iface_t super;
-    CUcontext        ctx;
-    uct_cuda_queue_t queue;
+    CUcontext        ctx;       /**< current at open (home) */
+    uct_cuda_queue_t queue;     /**< the home context's stream */
+    int              home;      /**< device of ctx */
+    int              num_devices;
+    /* Memory that only its own device may access (VMM, pools) must be
+     * copied by that device: copies of another device's memory run on a
+     * stream of its primary context, opened on first use. */
+    uint64_t         others;    /**< bit d: queues[d] is open */
+    uct_cuda_queue_t *queues[UCT_CUDA_COPY_MAX_DEVICES];
+    CUcontext        ctxs[UCT_CUDA_COPY_MAX_DEVICES];
     size_t           max_short;
     size_t           max_bcopy;
     void             *bounce;   /**< max_bcopy bytes, pinned when possible */
@@ -64,6 +75,26 @@ extern uct_component_t uct_cuda_copy_component;
 
 /** Identity of this process (boot id, pid namespace, pid). */
 uint64_t uct_cuda_copy_proc_id(void);
+
+/**
+ * The stream queue that should run a copy between @a dst and @a src: the
+ * one of the device whose memory is involved (@a dst's; @a src's when only
+ * @a src is VMM or pool memory, which other devices may not reach), the
+ * home queue for host and managed memory or when only one device exists.
+ * @a ctx_p receives that queue's context. NULL when the device's context
+ * or stream cannot be had (logged).
+ */
+uct_cuda_queue_t *uct_cuda_copy_iface_queue(uct_cuda_copy_iface_t *iface,
+                                            const void *dst, const void *src,
+                                            size_t length, CUcontext *ctx_p);
+
+/**
+ * Flush every stream of @a iface: UCS_OK when none has work; else
+ * UCS_INPROGRESS and @a comp (if given) completes once all work queued so
+ * far has ended (its count is raised by the number of busy streams - 1).
+ */
+ucs_status_t uct_cuda_copy_iface_flush_queues(uct_cuda_copy_iface_t *iface,
+                                              uct_completion_t *comp);
 
 ucs_status_t uct_cuda_copy_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p);
 void uct_cuda_copy_ep_destroy(uct_ep_h ep);

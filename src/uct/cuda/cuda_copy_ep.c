@@ -18,6 +18,26 @@ uct_cuda_copy_ep_iface(uct_ep_h ep)
     return ucs_container_of(ep->iface, uct_cuda_copy_iface_t, super.super);
 }
 
+/* A blocking copy on the stream of the device the memory belongs to. */
+static ucs_status_t uct_cuda_copy_ep_copy_sync(uct_cuda_copy_iface_t *iface,
+                                               void *dst, const void *src,
+                                               size_t length)
+{
+    uct_cuda_queue_t *queue;
+    ucs_status_t status;
+    CUcontext ctx;
+    int pushed;
+
+    queue = uct_cuda_copy_iface_queue(iface, dst, src, length, &ctx);
+    if (queue == NULL) {
+        return UCS_ERR_IO_ERROR;
+    }
+    pushed = uct_cuda_ctx_push(ctx);
+    status = uct_cuda_queue_copy_sync(queue, dst, src, length);
+    uct_cuda_ctx_pop(pushed);
+    return status;
+}
+
 ucs_status_t uct_cuda_copy_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
 {
     uct_cuda_copy_iface_t *iface = ucs_container_of(params->iface,
@@ -43,14 +63,8 @@ ucs_status_t uct_cuda_copy_ep_put_short(uct_ep_h ep, const void *buffer,
                                         unsigned length, uint64_t remote_addr,
                                         uct_rkey_t rkey)
 {
-    uct_cuda_copy_iface_t *iface = uct_cuda_copy_ep_iface(ep);
-    int pushed                   = uct_cuda_ctx_push(iface->ctx);
-    ucs_status_t status;
-
-    status = uct_cuda_queue_copy_sync(&iface->queue, (void*)(uintptr_t)remote_addr,
-                                      buffer, length);
-    uct_cuda_ctx_pop(pushed);
-    return status;
+    return uct_cuda_copy_ep_copy_sync(uct_cuda_copy_ep_iface(ep),
+                                      (void*)(uintptr_t)remote_addr, buffer, length);
 }
 
 ssize_t uct_cuda_copy_ep_put_bcopy(uct_ep_h ep, uct_pack_callback_t pack_cb,
@@ -60,16 +74,12 @@ ssize_t uct_cuda_copy_ep_put_bcopy(uct_ep_h ep, uct_pack_callback_t pack_cb,
     ucs_status_t status;
     size_t length;
 
-    int pushed;
-
     length = pack_cb(iface->bounce, arg);
     if (length > iface->max_bcopy) {
         return UCS_ERR_INVALID_PARAM;
     }
-    pushed = uct_cuda_ctx_push(iface->ctx);
-    status = uct_cuda_queue_copy_sync(&iface->queue, (void*)(uintptr_t)remote_addr,
-                                      iface->bounce, length);
-    uct_cuda_ctx_pop(pushed);
+    status = uct_cuda_copy_ep_copy_sync(iface, (void*)(uintptr_t)remote_addr,
+                                        iface->bounce, length);
     return (status == UCS_OK) ? (ssize_t)length : status;
 }
 
@@ -81,15 +91,11 @@ ucs_status_t uct_cuda_copy_ep_get_bcopy(uct_ep_h ep, uct_unpack_callback_t unpac
     uct_cuda_copy_iface_t *iface = uct_cuda_copy_ep_iface(ep);
     ucs_status_t status;
 
-    int pushed;
-
     if (length > iface->max_bcopy) {
         return UCS_ERR_INVALID_PARAM;
     }
-    pushed = uct_cuda_ctx_push(iface->ctx);
-    status = uct_cuda_queue_copy_sync(&iface->queue, iface->bounce,
-                                      (const void*)(uintptr_t)remote_addr, length);
-    uct_cuda_ctx_pop(pushed);
+    status = uct_cuda_copy_ep_copy_sync(iface, iface->bounce,
+                                        (const void*)(uintptr_t)remote_addr, length);
     if (status == UCS_OK) {
         unpack_cb(arg, iface->bounce, length);
     }
@@ -103,11 +109,24 @@ static ucs_status_t uct_cuda_copy_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
 {
     uct_cuda_copy_iface_t *iface = uct_cuda_copy_ep_iface(ep);
     CUdeviceptr remote           = (CUdeviceptr)remote_addr;
-    int pushed                   = uct_cuda_ctx_push(iface->ctx);
+    const void *first            = (iovcnt > 0) ? iov[0].buffer : NULL;
     CUdeviceptr local, src, dst;
+    uct_cuda_queue_t *queue;
     ucs_status_t status;
     unsigned count, j;
+    CUcontext ctx;
+    int pushed;
     size_t i;
+
+    /* One queue for the whole operation: its blocks are one transfer. */
+    queue = uct_cuda_copy_iface_queue(iface,
+                                      is_put ? (void*)(uintptr_t)remote_addr : first,
+                                      is_put ? first : (void*)(uintptr_t)remote_addr,
+                                      (iovcnt > 0) ? iov[0].length : 0, &ctx);
+    if (queue == NULL) {
+        return UCS_ERR_IO_ERROR;
+    }
+    pushed = uct_cuda_ctx_push(ctx);
 
     for (i = 0; i < iovcnt; ++i) {
         count = (iov[i].count == 0) ? 1 : iov[i].count;
@@ -118,7 +137,7 @@ static ucs_status_t uct_cuda_copy_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
             if (iov[i].length > 0) {
                 if (UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
                                   cuMemcpyAsync(dst, src, iov[i].length,
-                                                iface->queue.stream)) != UCS_OK) {
+                                                queue->stream)) != UCS_OK) {
                     /* Copies already queued finish before any later flush. */
                     status = UCS_ERR_IO_ERROR;
                     goto out;
@@ -128,7 +147,7 @@ static ucs_status_t uct_cuda_copy_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
         }
     }
 
-    status = uct_cuda_queue_push(&iface->queue, comp);
+    status = uct_cuda_queue_push(queue, comp);
 out:
     uct_cuda_ctx_pop(pushed);
     return status;
@@ -151,5 +170,5 @@ ucs_status_t uct_cuda_copy_ep_get_zcopy(uct_ep_h ep, const uct_iov_t *iov,
 ucs_status_t uct_cuda_copy_ep_flush(uct_ep_h ep, unsigned flags,
                                     uct_completion_t *comp)
 {
-    return uct_cuda_queue_flush(&uct_cuda_copy_ep_iface(ep)->queue, comp);
+    return uct_cuda_copy_iface_flush_queues(uct_cuda_copy_ep_iface(ep), comp);
 }

@@ -9,9 +9,13 @@
 #include <string.h>
 
 /*
- * The cuda_copy iface: one non-blocking stream in the context that was
- * current when it was opened (device 0's primary context if none was), the
- * FIFO of its outstanding copies, and a bounce buffer for bcopy.
+ * The cuda_copy iface: a non-blocking stream in the context that was current
+ * when it was opened (device 0's primary context if none was), with the FIFO
+ * of its outstanding copies, and a bounce buffer for bcopy. In a process
+ * that uses several GPUs, a copy of memory that lives on another device runs
+ * on a stream of that device's primary context instead: VMM allocations and
+ * memory pools are accessible only from the devices they were granted to,
+ * so the home device could not copy them.
  */
 
 static ucs_config_field_t uct_cuda_copy_iface_config_fields[] = {
@@ -107,35 +111,206 @@ static int uct_cuda_copy_iface_is_reachable(const uct_iface_h tl_iface,
            (a.proc_id == uct_cuda_copy_proc_id());
 }
 
+/* The device whose memory [address, address + length) is, or -1 for host
+ * and managed memory (any device may copy those). *restricted_p: whether
+ * other devices may be unable to reach it without an access grant (VMM and
+ * pool memory, and device memory of a kind the driver does not tell);
+ * cuMemAlloc memory reaches every device through the driver. */
+static int uct_cuda_copy_mem_device(const void *address, size_t length,
+                                    int *restricted_p)
+{
+    uct_cuda_mem_desc_t desc;
+
+    if ((uct_cuda_mem_describe(address, length, &desc) != UCS_OK) ||
+        (desc.mem_type != UCS_MEMORY_TYPE_CUDA)) {
+        *restricted_p = 0;
+        return -1;
+    }
+    *restricted_p = (desc.alloc_kind != UCS_MEMTYPE_ALLOC_LEGACY) &&
+                    (desc.alloc_kind != UCS_MEMTYPE_ALLOC_IPC_IMPORT);
+    return desc.device;
+}
+
+/* First use of device @a dev: its primary context and a stream in it. */
+static uct_cuda_queue_t *uct_cuda_copy_iface_open_queue(uct_cuda_copy_iface_t *iface,
+                                                        int dev)
+{
+    uct_cuda_queue_t *q;
+    CUcontext ctx;
+    int pushed;
+
+    if (dev >= UCT_CUDA_COPY_MAX_DEVICES) {
+        ucs_error("cuda_copy: device %d is beyond the %d this transport drives",
+                  dev, UCT_CUDA_COPY_MAX_DEVICES);
+        return NULL;
+    }
+    q = calloc(1, sizeof(*q));
+    if (q == NULL) {
+        return NULL;
+    }
+    if (UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
+                      cuDevicePrimaryCtxRetain(&ctx, (CUdevice)dev)) != UCS_OK) {
+        free(q);
+        return NULL;
+    }
+    pushed = (cuCtxPushCurrent(ctx) == CUDA_SUCCESS);
+    if (!pushed || (uct_cuda_queue_init(q) != UCS_OK)) {
+        ucs_error("cuda_copy: cannot open a stream on device %d", dev);
+        if (pushed) {
+            (void)cuCtxPopCurrent(&ctx);
+        }
+        (void)cuDevicePrimaryCtxRelease((CUdevice)dev);
+        free(q);
+        return NULL;
+    }
+    (void)cuCtxPopCurrent(&ctx);
+    iface->ctxs[dev]   = ctx;
+    iface->queues[dev] = q;
+    iface->others     |= UCS_BIT(dev);
+    ucs_debug("cuda_copy: iface %p copies device %d's memory on its primary "
+              "context %p (home: device %d)", (void*)iface, dev, (void*)ctx,
+              iface->home);
+    return q;
+}
+
+uct_cuda_queue_t *uct_cuda_copy_iface_queue(uct_cuda_copy_iface_t *iface,
+                                            const void *dst, const void *src,
+                                            size_t length, CUcontext *ctx_p)
+{
+    int dev, src_dev, dst_restricted, src_restricted;
+
+    *ctx_p = iface->ctx;
+    if (ucs_likely(iface->num_devices < 2)) {
+        return &iface->queue;
+    }
+    /* The destination's device, unless only the source is restricted to
+     * its own device. */
+    dev     = uct_cuda_copy_mem_device(dst, length, &dst_restricted);
+    src_dev = uct_cuda_copy_mem_device(src, length, &src_restricted);
+    if ((dev < 0) || (src_restricted && !dst_restricted && (src_dev >= 0))) {
+        dev = src_dev;
+    }
+    if ((dev < 0) || (dev == iface->home)) {
+        return &iface->queue;
+    }
+    if (iface->queues[dev] == NULL) {
+        return uct_cuda_copy_iface_open_queue(iface, dev) == NULL ? NULL :
+               uct_cuda_copy_iface_queue(iface, dst, src, length, ctx_p);
+    }
+    *ctx_p = iface->ctxs[dev];
+    return iface->queues[dev];
+}
+
 static unsigned uct_cuda_copy_iface_progress(uct_iface_h tl_iface)
 {
     uct_cuda_copy_iface_t *iface = ucs_container_of(tl_iface, uct_cuda_copy_iface_t,
                                                     super.super);
+    unsigned count               = uct_cuda_queue_progress(&iface->queue);
+    uint64_t others              = iface->others;
+    int pushed, dev;
 
-    return uct_cuda_queue_progress(&iface->queue);
+    while (ucs_unlikely(others != 0)) {
+        dev     = __builtin_ctzll(others);
+        others &= others - 1;
+        if (iface->queues[dev]->outstanding != 0) {
+            pushed = uct_cuda_ctx_push(iface->ctxs[dev]);
+            count += uct_cuda_queue_progress(iface->queues[dev]);
+            uct_cuda_ctx_pop(pushed);
+        }
+    }
+    return count;
+}
+
+/* Every queue with work gets the completion once: its count covers them. */
+ucs_status_t uct_cuda_copy_iface_flush_queues(uct_cuda_copy_iface_t *iface,
+                                              uct_completion_t *comp)
+{
+    uct_cuda_queue_t *busy[UCT_CUDA_COPY_MAX_DEVICES + 1];
+    CUcontext ctxs[UCT_CUDA_COPY_MAX_DEVICES + 1];
+    uint64_t others = iface->others;
+    ucs_status_t status = UCS_OK;
+    unsigned n = 0, i;
+    int dev, pushed;
+
+    if (iface->queue.outstanding != 0) {
+        ctxs[n]   = iface->ctx;
+        busy[n++] = &iface->queue;
+    }
+    for (; others != 0; others &= others - 1) {
+        dev = __builtin_ctzll(others);
+        if (iface->queues[dev]->outstanding != 0) {
+            ctxs[n]   = iface->ctxs[dev];
+            busy[n++] = iface->queues[dev];
+        }
+    }
+    if ((n == 0) || (comp == NULL)) {
+        return (n == 0) ? UCS_OK : UCS_INPROGRESS;
+    }
+    comp->count += (int)n - 1;
+    for (i = 0; i < n; ++i) {
+        pushed = uct_cuda_ctx_push(ctxs[i]);
+        if (uct_cuda_queue_flush(busy[i], comp) == UCS_OK) {
+            /* That queue drained synchronously: its share is done. */
+            uct_invoke_completion(comp, UCS_OK);
+        } else {
+            status = UCS_INPROGRESS;
+        }
+        uct_cuda_ctx_pop(pushed);
+    }
+    return status;
 }
 
 static ucs_status_t uct_cuda_copy_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                               uct_completion_t *comp)
 {
-    uct_cuda_copy_iface_t *iface = ucs_container_of(tl_iface, uct_cuda_copy_iface_t,
-                                                    super.super);
-
-    return uct_cuda_queue_flush(&iface->queue, comp);
+    return uct_cuda_copy_iface_flush_queues(
+            ucs_container_of(tl_iface, uct_cuda_copy_iface_t, super.super), comp);
 }
 
 static ucs_status_t uct_cuda_copy_iface_fence(uct_iface_h tl_iface, unsigned flags)
 {
-    return UCS_OK; /* one stream: operations are ordered already */
+    uct_cuda_copy_iface_t *iface = ucs_container_of(tl_iface, uct_cuda_copy_iface_t,
+                                                    super.super);
+    uint64_t others              = iface->others;
+    int dev, pushed;
+
+    /* One stream is ordered already; with several, later copies must not
+     * overtake earlier ones on another device: wait for those streams. */
+    for (; others != 0; others &= others - 1) {
+        dev = __builtin_ctzll(others);
+        if (iface->queues[dev]->outstanding != 0) {
+            pushed = uct_cuda_ctx_push(iface->ctxs[dev]);
+            (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
+                                cuStreamSynchronize(iface->queues[dev]->stream));
+            uct_cuda_ctx_pop(pushed);
+        }
+    }
+    if ((iface->others != 0) && (iface->queue.outstanding != 0)) {
+        pushed = uct_cuda_ctx_push(iface->ctx);
+        (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
+                            cuStreamSynchronize(iface->queue.stream));
+        uct_cuda_ctx_pop(pushed);
+    }
+    return UCS_OK;
 }
 
 static void uct_cuda_copy_iface_close(uct_iface_h tl_iface)
 {
     uct_cuda_copy_iface_t *iface = ucs_container_of(tl_iface, uct_cuda_copy_iface_t,
                                                     super.super);
+    uint64_t others              = iface->others;
+    int pushed, dev;
 
-    int pushed = uct_cuda_ctx_push(iface->ctx);
+    for (; others != 0; others &= others - 1) {
+        dev    = __builtin_ctzll(others);
+        pushed = uct_cuda_ctx_push(iface->ctxs[dev]);
+        uct_cuda_queue_cleanup(iface->queues[dev]);
+        uct_cuda_ctx_pop(pushed);
+        free(iface->queues[dev]);
+        (void)cuDevicePrimaryCtxRelease((CUdevice)dev);
+    }
 
+    pushed = uct_cuda_ctx_push(iface->ctx);
     uct_cuda_queue_cleanup(&iface->queue);
     if (iface->bounce_pinned) {
         (void)cuMemFreeHost(iface->bounce);
@@ -213,6 +388,10 @@ static ucs_status_t uct_cuda_copy_iface_open(uct_md_h md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err_base;
     }
+    if (cuCtxGetDevice((CUdevice*)&iface->home) != CUDA_SUCCESS) {
+        iface->home = 0;
+    }
+    iface->num_devices = uct_cuda_device_count();
 
     iface->max_short = config->max_short;
     iface->max_bcopy = config->super.max_bcopy;
@@ -228,8 +407,8 @@ static ucs_status_t uct_cuda_copy_iface_open(uct_md_h md, uct_worker_h worker,
     }
 
     iface->id = __atomic_fetch_add(&uct_cuda_copy_iface_next_id, 1, __ATOMIC_RELAXED);
-    ucs_debug("cuda_copy: opened iface %p in context %p", (void*)iface,
-              (void*)iface->ctx);
+    ucs_debug("cuda_copy: opened iface %p in context %p (device %d of %d)",
+              (void*)iface, (void*)iface->ctx, iface->home, iface->num_devices);
     *iface_p = &iface->super.super;
     return UCS_OK;
 

@@ -291,4 +291,111 @@ TEST_F(test_ucp_cuda_tag_64m, device_kind_pairs_arrive_intact)
             300.0);
 }
 
+/*
+ * A process that drives two GPUs: its current context is device 0's, the
+ * buffers it sends from live on device 1 (VMM without handle: not
+ * exportable, staged; VMM with POSIX fd: read by the peer through cuda_ipc;
+ * a pool granted to device 1 only). Eager, staged and pipelined sizes must
+ * arrive intact, which needs every copy of device 1's memory to run on
+ * device 1.
+ */
+TEST(test_ucp_cuda_tag_other_gpu, sender_memory_on_a_device_that_is_not_current)
+{
+    if (cuda_test::device_count() < 2) {
+        GTEST_SKIP() << "needs 2 GPUs, found " << cuda_test::device_count();
+    }
+    static const mem_kind kinds[] = {mem_kind::vmm_no_handle, mem_kind::vmm_posix_fd,
+                                     mem_kind::pool_no_handle};
+    static const size_t sizes[]   = {8, 64 * 1024, (1u << 20) + 5, (70u << 20) + 3};
+    static const size_t alloc     = 72u << 20;
+
+    cuda_test::cuda_two_processes(
+            [](oob_channel &oob) { /* receiver: device 0 */
+                std::vector<unsigned char> host(alloc);
+                ucp_tag_recv_info_t info;
+                allocation dev;
+                ucp_peer peer;
+                unsigned seed = 300;
+
+                cuda_test::init_device(0);
+                ASSERT_CU(dev.allocate(mem_kind::vmm_no_handle, alloc));
+                peer.init(oob);
+                for (mem_kind k : kinds) {
+                    for (size_t size : sizes) {
+                        ++seed;
+                        ASSERT_CU(cuMemsetD8(dev.ptr, 0xee, alloc));
+                        ASSERT_CU(cuCtxSynchronize());
+                        ucp_request_param_t param;
+                        memset(&param, 0, sizeof(param));
+                        memset(&info, 0, sizeof(info));
+                        ASSERT_EQ(UCS_OK,
+                                  peer.wait(ucp_tag_recv_nbx(peer.m_worker,
+                                                             (void*)(uintptr_t)dev.ptr,
+                                                             alloc, seed,
+                                                             (ucp_tag_t)-1, &param),
+                                            &info, 60))
+                                << cuda_test::kind_name(k) << " " << size;
+                        EXPECT_EQ(size, info.length);
+                        ASSERT_CU(cuMemcpyDtoH(host.data(), dev.ptr, size + 4096));
+                        size_t bad = size + 4096;
+                        for (size_t i = 0; i < size + 4096; ++i) {
+                            unsigned char want = (i < size) ? pattern(i, seed) : 0xee;
+                            if (host[i] != want) {
+                                bad = i;
+                                break;
+                            }
+                        }
+                        EXPECT_EQ(size + 4096, bad)
+                                << "first wrong byte, " << cuda_test::kind_name(k)
+                                << " on device 1, " << size << " bytes";
+                        ASSERT_TRUE(oob.barrier());
+                    }
+                }
+                peer.cleanup(oob);
+                EXPECT_CU(dev.release());
+            },
+            [](oob_channel &oob) { /* sender: current device 0, memory on 1 */
+                std::vector<unsigned char> host(alloc);
+                CUcontext ctx1;
+                CUdevice dev1;
+                ucp_peer peer;
+                unsigned seed = 300;
+
+                cuda_test::init_device(0);
+                ASSERT_CU(cuDeviceGet(&dev1, 1));
+                ASSERT_CU(cuDevicePrimaryCtxRetain(&ctx1, dev1));
+                peer.init(oob);
+                for (mem_kind k : kinds) {
+                    allocation mem;
+                    ASSERT_CU(cuCtxPushCurrent(ctx1));
+                    ASSERT_CU(mem.allocate(k, alloc, 1));
+                    ASSERT_CU(cuCtxPopCurrent(&ctx1));
+                    for (size_t size : sizes) {
+                        ++seed;
+                        for (size_t i = 0; i < size; ++i) {
+                            host[i] = pattern(i, seed);
+                        }
+                        ASSERT_CU(cuCtxPushCurrent(ctx1));
+                        ASSERT_CU(cuMemcpyHtoD(mem.ptr, host.data(), size));
+                        ASSERT_CU(cuCtxSynchronize());
+                        ASSERT_CU(cuCtxPopCurrent(&ctx1));
+                        ucp_request_param_t param;
+                        memset(&param, 0, sizeof(param));
+                        ASSERT_EQ(UCS_OK,
+                                  peer.wait(ucp_tag_send_nbx(peer.m_ep,
+                                                             (void*)(uintptr_t)mem.ptr,
+                                                             size, seed, &param)))
+                                << cuda_test::kind_name(k) << " " << size;
+                        ASSERT_TRUE(oob.barrier());
+                    }
+                    ASSERT_CU(cuCtxPushCurrent(ctx1));
+                    EXPECT_CU(mem.release());
+                    ASSERT_CU(cuCtxPopCurrent(&ctx1));
+                }
+                peer.cleanup(oob);
+                EXPECT_CU(cuDevicePrimaryCtxRelease(dev1));
+            },
+            300.0);
+}
+
 } // namespace

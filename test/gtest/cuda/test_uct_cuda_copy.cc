@@ -205,6 +205,90 @@ TEST_F(test_uct_cuda_copy, short_and_bcopy_copy_both_ways)
     });
 }
 
+/* One process, two GPUs: memory of device 1 that device 0 may not touch
+ * (VMM and pool memory are granted to device 1 only), copied by an iface
+ * opened while device 0 was current. The copies must run on device 1. */
+TEST_F(test_uct_cuda_copy, copies_memory_of_another_device_on_that_device)
+{
+    if (device_count() < 2) {
+        GTEST_SKIP() << "needs 2 GPUs, found " << device_count();
+    }
+    in_child([] {
+        const mem_kind kinds[] = {mem_kind::vmm_posix_fd, mem_kind::pool_posix_fd,
+                                  mem_kind::legacy};
+        const size_t size = 2ul << 20;
+        CUcontext ctx1;
+        CUdevice dev1;
+
+        init_device(0);
+        ASSERT_CU(cuDeviceGet(&dev1, 1));
+        ASSERT_CU(cuDevicePrimaryCtxRetain(&ctx1, dev1));
+        copy_ctx c; /* home: device 0 */
+
+        for (mem_kind k : kinds) {
+            allocation mem;
+            ASSERT_CU(cuCtxPushCurrent(ctx1));
+            ASSERT_CU(mem.allocate(k, size, 1));
+            ASSERT_CU(cuCtxPopCurrent(&ctx1));
+
+            /* short + bcopy, host <-> device 1 */
+            std::vector<unsigned char> src = host_pattern(1000, 11);
+            ASSERT_UCS_OK(uct_ep_put_short(c.ep, src.data(), (unsigned)src.size(),
+                                           mem.ptr + 64, 0)) << kind_name(k);
+            std::vector<unsigned char> back(src.size(), 0);
+            ASSERT_UCS_OK(uct_ep_get_bcopy(c.ep,
+                                           [](void *arg, const void *data,
+                                              size_t length) {
+                                               memcpy(arg, data, length);
+                                           },
+                                           back.data(), back.size(), mem.ptr + 64, 0,
+                                           NULL)) << kind_name(k);
+            EXPECT_TRUE(src == back) << kind_name(k);
+
+            /* zcopy, host -> device 1 -> host, then checked by device 1 */
+            std::vector<unsigned char> big = host_pattern(size - 4096, 5);
+            std::vector<unsigned char> out(big.size(), 0);
+            uct_iov_t put_iov = make_iov((CUdeviceptr)big.data(), big.size());
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_put_zcopy(c.ep, &put_iov, 1, mem.ptr + 4096, 0, comp);
+            })) << kind_name(k);
+            uct_iov_t get_iov = make_iov((CUdeviceptr)out.data(), out.size());
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_get_zcopy(c.ep, &get_iov, 1, mem.ptr + 4096, 0, comp);
+            })) << kind_name(k);
+            EXPECT_TRUE(big == out) << kind_name(k);
+
+            /* A flush covers the other device's stream too. */
+            uct_iov_t again = make_iov((CUdeviceptr)big.data(), big.size());
+            uct_completion_t comp = {};
+            comp.count  = 1;
+            comp.func   = [](uct_completion_t *) {};
+            ucs_status_t status = uct_ep_put_zcopy(c.ep, &again, 1, mem.ptr + 4096,
+                                                   0, &comp);
+            ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS));
+            uct_completion_t fcomp = {};
+            fcomp.count = 1;
+            fcomp.func  = [](uct_completion_t *) {};
+            status = uct_iface_flush(c.e.iface(), 0, &fcomp);
+            for (int i = 0; (status == UCS_INPROGRESS) && (fcomp.count > 0) &&
+                            (i < 1000000); ++i) {
+                uct_worker_progress(c.e.worker());
+            }
+            EXPECT_TRUE((status == UCS_OK) || (fcomp.count == 0)) << kind_name(k);
+            EXPECT_EQ(0, comp.count) << kind_name(k);
+
+            ASSERT_CU(cuCtxPushCurrent(ctx1));
+            std::vector<unsigned char> direct(big.size(), 0);
+            EXPECT_EQ(CUDA_SUCCESS, cuMemcpyDtoH(direct.data(), mem.ptr + 4096,
+                                                 direct.size()));
+            EXPECT_TRUE(big == direct) << kind_name(k);
+            ASSERT_CU(mem.release());
+            ASSERT_CU(cuCtxPopCurrent(&ctx1));
+        }
+        EXPECT_CU(cuDevicePrimaryCtxRelease(dev1));
+    });
+}
+
 TEST_F(test_uct_cuda_copy, completion_waits_for_late_stream_work)
 {
     if (!is_model()) {
