@@ -66,7 +66,10 @@ double sim_now_ms(void)
  * The real driver cannot be used in a child forked after cuInit: every call,
  * cuInit included, returns CUDA_ERROR_NOT_INITIALIZED there. Tests that pass
  * on the model must pass on a GPU, so the model does the same. The lock is
- * held across fork so that the child never inherits it locked.
+ * held across fork so that the child never inherits it locked by a thread
+ * it does not have; the forking thread owns it on both sides and unlocks it
+ * (initialising a locked mutex again is undefined, and ThreadSanitizer then
+ * takes every later use of the lock for a double lock and a race).
  */
 static void sim_atfork_prepare(void)
 {
@@ -80,7 +83,8 @@ static void sim_atfork_parent(void)
 
 static void sim_atfork_child(void)
 {
-    pthread_mutex_init(&sim.lock, NULL);
+    pthread_mutex_unlock(&sim.lock);
+    /* Waiters of the parent do not exist here. */
     pthread_cond_init(&sim.progress, NULL);
     if (sim.initialized) {
         sim.poisoned = 1;

@@ -308,6 +308,25 @@ ucs_status_t ucm_bistro_arch_prepare(ucm_bistro_restore_point_t *rp,
     return status;
 }
 
+/*
+ * The patch is swapped in with compare-and-swap instructions written in
+ * assembly, not with the __atomic builtins: code bytes are not data of the
+ * memory model, and ThreadSanitizer keeps no writable shadow for the code
+ * of the modules loaded before it started (libcuda.so.1 of a program linked
+ * with -lcuda), so an instrumented atomic write to them crashes inside TSan
+ * (reads are fine). A one-byte patch is swapped with its aligned qword.
+ */
+static int ucm_bistro_x86_cas8(void *ptr, uint64_t expected, uint64_t desired)
+{
+    uint8_t ok;
+
+    __asm__ __volatile__("lock cmpxchgq %3, %1\n\tsetz %0"
+                         : "=q"(ok), "+m"(*(volatile uint64_t*)ptr), "+a"(expected)
+                         : "r"(desired)
+                         : "memory", "cc");
+    return ok;
+}
+
 static int ucm_bistro_x86_cas16(void *ptr, uint64_t *expected,
                                 const uint64_t *desired)
 {
@@ -330,15 +349,6 @@ ucs_status_t ucm_bistro_arch_write(ucm_bistro_restore_point_t *rp,
     unsigned len   = rp->patch_len;
     uint64_t old[2], new[2];
     unsigned offset;
-    uint8_t byte;
-
-    if (len == 1) {
-        byte = expected[0];
-        return __atomic_compare_exchange_n((uint8_t*)addr, &byte, bytes[0], 0,
-                                           __ATOMIC_SEQ_CST,
-                                           __ATOMIC_SEQ_CST) ?
-               UCS_OK : UCS_ERR_BUSY;
-    }
 
     if ((addr & 7) + len <= 8) {
         offset = addr & 7;
@@ -348,9 +358,7 @@ ucs_status_t ucm_bistro_arch_write(ucm_bistro_restore_point_t *rp,
         }
         new[0] = old[0];
         memcpy((uint8_t*)new + offset, bytes, len);
-        return __atomic_compare_exchange_n((uint64_t*)(addr - offset), old,
-                                           new[0], 0, __ATOMIC_SEQ_CST,
-                                           __ATOMIC_SEQ_CST) ?
+        return ucm_bistro_x86_cas8((void*)(addr - offset), old[0], new[0]) ?
                UCS_OK : UCS_ERR_BUSY;
     }
 

@@ -43,9 +43,16 @@ void ucm_cuda_hook_leave(void)
  */
 #define UCM_CUDA_ORIG(_sym)  ucm_cuda_orig_##_sym
 
+/* The original to call. An acquire load: installing the hooks again
+ * (ucm_event_reinstall) stores the pointer while other threads run the
+ * hook (found by ThreadSanitizer). */
+#define UCM_CUDA_CALL_ORIG(_sym) \
+    __atomic_load_n(&ucm_cuda_orig_##_sym, __ATOMIC_ACQUIRE)
+
 #define UCM_CUDA_PASS_THROUGH(_sym, ...) \
     if (!ucm_cuda_hook_enter()) { \
-        return ucm_cuda_orig_##_sym(__VA_ARGS__); \
+        return __atomic_load_n(&ucm_cuda_orig_##_sym, \
+                               __ATOMIC_ACQUIRE)(__VA_ARGS__); \
     }
 
 
@@ -74,7 +81,7 @@ static CUresult ucm_cuda_cuMemAlloc(unsigned *dptr, unsigned size)
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemAlloc, dptr, size);
-    ret = UCM_CUDA_ORIG(cuMemAlloc)(dptr, size);
+    ret = UCM_CUDA_CALL_ORIG(cuMemAlloc)(dptr, size);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_legacy(*dptr, size);
     }
@@ -87,7 +94,7 @@ static CUresult ucm_cuda_cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemAlloc_v2, dptr, size);
-    ret = UCM_CUDA_ORIG(cuMemAlloc_v2)(dptr, size);
+    ret = UCM_CUDA_CALL_ORIG(cuMemAlloc_v2)(dptr, size);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_legacy(*dptr, size);
     }
@@ -103,7 +110,7 @@ static CUresult ucm_cuda_cuMemAllocPitch(unsigned *dptr, unsigned *pitch,
 
     UCM_CUDA_PASS_THROUGH(cuMemAllocPitch, dptr, pitch, width, height,
                           elem_size);
-    ret = UCM_CUDA_ORIG(cuMemAllocPitch)(dptr, pitch, width, height,
+    ret = UCM_CUDA_CALL_ORIG(cuMemAllocPitch)(dptr, pitch, width, height,
                                          elem_size);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_legacy(*dptr, (size_t)*pitch * height);
@@ -120,7 +127,7 @@ static CUresult ucm_cuda_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
 
     UCM_CUDA_PASS_THROUGH(cuMemAllocPitch_v2, dptr, pitch, width, height,
                           elem_size);
-    ret = UCM_CUDA_ORIG(cuMemAllocPitch_v2)(dptr, pitch, width, height,
+    ret = UCM_CUDA_CALL_ORIG(cuMemAllocPitch_v2)(dptr, pitch, width, height,
                                             elem_size);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_legacy(*dptr, *pitch * height);
@@ -136,7 +143,7 @@ static CUresult ucm_cuda_cuMemFree(unsigned dptr)
 
     UCM_CUDA_PASS_THROUGH(cuMemFree, dptr);
     ucm_cuda_free_begin(dptr, &state);
-    ret = UCM_CUDA_ORIG(cuMemFree)(dptr);
+    ret = UCM_CUDA_CALL_ORIG(cuMemFree)(dptr);
     ucm_cuda_free_end(&state, ret);
     ucm_cuda_hook_leave();
     return ret;
@@ -149,7 +156,7 @@ static CUresult ucm_cuda_cuMemFree_v2(CUdeviceptr dptr)
 
     UCM_CUDA_PASS_THROUGH(cuMemFree_v2, dptr);
     ucm_cuda_free_begin(dptr, &state);
-    ret = UCM_CUDA_ORIG(cuMemFree_v2)(dptr);
+    ret = UCM_CUDA_CALL_ORIG(cuMemFree_v2)(dptr);
     ucm_cuda_free_end(&state, ret);
     ucm_cuda_hook_leave();
     return ret;
@@ -175,7 +182,7 @@ static CUresult ucm_cuda_cuMemAllocManaged(CUdeviceptr *dptr, size_t size,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemAllocManaged, dptr, size, flags);
-    ret = UCM_CUDA_ORIG(cuMemAllocManaged)(dptr, size, flags);
+    ret = UCM_CUDA_CALL_ORIG(cuMemAllocManaged)(dptr, size, flags);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_managed(*dptr, size);
     }
@@ -188,7 +195,7 @@ static CUresult ucm_cuda_cuMemHostAlloc(void **pp, size_t size, unsigned flags)
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemHostAlloc, pp, size, flags);
-    ret = UCM_CUDA_ORIG(cuMemHostAlloc)(pp, size, flags);
+    ret = UCM_CUDA_CALL_ORIG(cuMemHostAlloc)(pp, size, flags);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_host_pinned(*pp, size);
     }
@@ -201,7 +208,7 @@ static CUresult ucm_cuda_cuMemAllocHost(void **pp, unsigned size)
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemAllocHost, pp, size);
-    ret = UCM_CUDA_ORIG(cuMemAllocHost)(pp, size);
+    ret = UCM_CUDA_CALL_ORIG(cuMemAllocHost)(pp, size);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_host_pinned(*pp, size);
     }
@@ -214,7 +221,7 @@ static CUresult ucm_cuda_cuMemAllocHost_v2(void **pp, size_t size)
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemAllocHost_v2, pp, size);
-    ret = UCM_CUDA_ORIG(cuMemAllocHost_v2)(pp, size);
+    ret = UCM_CUDA_CALL_ORIG(cuMemAllocHost_v2)(pp, size);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_host_pinned(*pp, size);
     }
@@ -229,7 +236,7 @@ static CUresult ucm_cuda_cuMemFreeHost(void *p)
 
     UCM_CUDA_PASS_THROUGH(cuMemFreeHost, p);
     ucm_cuda_free_begin((uintptr_t)p, &state);
-    ret = UCM_CUDA_ORIG(cuMemFreeHost)(p);
+    ret = UCM_CUDA_CALL_ORIG(cuMemFreeHost)(p);
     ucm_cuda_free_end(&state, ret);
     ucm_cuda_hook_leave();
     return ret;
@@ -270,7 +277,7 @@ static CUresult ucm_cuda_cuMemAllocAsync(CUdeviceptr *dptr, size_t size,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemAllocAsync, dptr, size, stream);
-    ret = UCM_CUDA_ORIG(cuMemAllocAsync)(dptr, size, stream);
+    ret = UCM_CUDA_CALL_ORIG(cuMemAllocAsync)(dptr, size, stream);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_pool_alloc(*dptr, size, NULL);
     }
@@ -284,7 +291,7 @@ static CUresult ucm_cuda_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemAllocAsync_ptsz, dptr, size, stream);
-    ret = UCM_CUDA_ORIG(cuMemAllocAsync_ptsz)(dptr, size, stream);
+    ret = UCM_CUDA_CALL_ORIG(cuMemAllocAsync_ptsz)(dptr, size, stream);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_pool_alloc(*dptr, size, NULL);
     }
@@ -300,7 +307,7 @@ static CUresult ucm_cuda_cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemAllocFromPoolAsync, dptr, size, pool, stream);
-    ret = UCM_CUDA_ORIG(cuMemAllocFromPoolAsync)(dptr, size, pool, stream);
+    ret = UCM_CUDA_CALL_ORIG(cuMemAllocFromPoolAsync)(dptr, size, pool, stream);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_pool_alloc(*dptr, size, pool);
     }
@@ -317,7 +324,7 @@ static CUresult ucm_cuda_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
 
     UCM_CUDA_PASS_THROUGH(cuMemAllocFromPoolAsync_ptsz, dptr, size, pool,
                           stream);
-    ret = UCM_CUDA_ORIG(cuMemAllocFromPoolAsync_ptsz)(dptr, size, pool,
+    ret = UCM_CUDA_CALL_ORIG(cuMemAllocFromPoolAsync_ptsz)(dptr, size, pool,
                                                       stream);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_pool_alloc(*dptr, size, pool);
@@ -333,7 +340,7 @@ static CUresult ucm_cuda_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
 
     UCM_CUDA_PASS_THROUGH(cuMemFreeAsync, dptr, stream);
     ucm_cuda_free_begin(dptr, &state);
-    ret = UCM_CUDA_ORIG(cuMemFreeAsync)(dptr, stream);
+    ret = UCM_CUDA_CALL_ORIG(cuMemFreeAsync)(dptr, stream);
     ucm_cuda_free_end(&state, ret);
     ucm_cuda_hook_leave();
     return ret;
@@ -346,7 +353,7 @@ static CUresult ucm_cuda_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 
     UCM_CUDA_PASS_THROUGH(cuMemFreeAsync_ptsz, dptr, stream);
     ucm_cuda_free_begin(dptr, &state);
-    ret = UCM_CUDA_ORIG(cuMemFreeAsync_ptsz)(dptr, stream);
+    ret = UCM_CUDA_CALL_ORIG(cuMemFreeAsync_ptsz)(dptr, stream);
     ucm_cuda_free_end(&state, ret);
     ucm_cuda_hook_leave();
     return ret;
@@ -358,7 +365,7 @@ static CUresult ucm_cuda_cuMemPoolCreate(CUmemoryPool *pool,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemPoolCreate, pool, props);
-    ret = UCM_CUDA_ORIG(cuMemPoolCreate)(pool, props);
+    ret = UCM_CUDA_CALL_ORIG(cuMemPoolCreate)(pool, props);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_track_pool_create(*pool, props);
     }
@@ -371,7 +378,7 @@ static CUresult ucm_cuda_cuMemPoolDestroy(CUmemoryPool pool)
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemPoolDestroy, pool);
-    ret = UCM_CUDA_ORIG(cuMemPoolDestroy)(pool);
+    ret = UCM_CUDA_CALL_ORIG(cuMemPoolDestroy)(pool);
     if (ret == CUDA_SUCCESS) {
         /* Allocations still alive keep the type recorded for them. */
         ucm_cuda_track_pool_destroy(pool);
@@ -394,7 +401,7 @@ static CUresult ucm_cuda_cuMemPoolImportPointer(CUdeviceptr *ptr,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemPoolImportPointer, ptr, pool, data);
-    ret = UCM_CUDA_ORIG(cuMemPoolImportPointer)(ptr, pool, data);
+    ret = UCM_CUDA_CALL_ORIG(cuMemPoolImportPointer)(ptr, pool, data);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_pool_import(*ptr, pool);
     }
@@ -431,7 +438,7 @@ static CUresult ucm_cuda_cuMemCreate(CUmemGenericAllocationHandle *handle,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemCreate, handle, size, prop, flags);
-    ret = UCM_CUDA_ORIG(cuMemCreate)(handle, size, prop, flags);
+    ret = UCM_CUDA_CALL_ORIG(cuMemCreate)(handle, size, prop, flags);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_track_vmm_create(*handle, size, prop);
     }
@@ -444,7 +451,7 @@ static CUresult ucm_cuda_cuMemRelease(CUmemGenericAllocationHandle handle)
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemRelease, handle);
-    ret = UCM_CUDA_ORIG(cuMemRelease)(handle);
+    ret = UCM_CUDA_CALL_ORIG(cuMemRelease)(handle);
     if (ret == CUDA_SUCCESS) {
         /* Mappings of it stay valid until unmapped. */
         ucm_cuda_track_vmm_release(handle);
@@ -460,7 +467,7 @@ static CUresult ucm_cuda_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuMemMap, ptr, size, offset, handle, flags);
-    ret = UCM_CUDA_ORIG(cuMemMap)(ptr, size, offset, handle, flags);
+    ret = UCM_CUDA_CALL_ORIG(cuMemMap)(ptr, size, offset, handle, flags);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_vmm_map(ptr, size, offset, handle);
     }
@@ -475,7 +482,7 @@ static CUresult ucm_cuda_cuMemUnmap(CUdeviceptr ptr, size_t size)
 
     UCM_CUDA_PASS_THROUGH(cuMemUnmap, ptr, size);
     ucm_cuda_unmap_begin(ptr, size, &state);
-    ret = UCM_CUDA_ORIG(cuMemUnmap)(ptr, size);
+    ret = UCM_CUDA_CALL_ORIG(cuMemUnmap)(ptr, size);
     ucm_cuda_free_end(&state, ret);
     ucm_cuda_hook_leave();
     return ret;
@@ -502,7 +509,7 @@ static CUresult ucm_cuda_cuIpcOpenMemHandle(CUdeviceptr *ptr,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuIpcOpenMemHandle, ptr, handle, flags);
-    ret = UCM_CUDA_ORIG(cuIpcOpenMemHandle)(ptr, handle, flags);
+    ret = UCM_CUDA_CALL_ORIG(cuIpcOpenMemHandle)(ptr, handle, flags);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_ipc_open(*ptr);
     }
@@ -517,7 +524,7 @@ static CUresult ucm_cuda_cuIpcOpenMemHandle_v2(CUdeviceptr *ptr,
     CUresult ret;
 
     UCM_CUDA_PASS_THROUGH(cuIpcOpenMemHandle_v2, ptr, handle, flags);
-    ret = UCM_CUDA_ORIG(cuIpcOpenMemHandle_v2)(ptr, handle, flags);
+    ret = UCM_CUDA_CALL_ORIG(cuIpcOpenMemHandle_v2)(ptr, handle, flags);
     if (ret == CUDA_SUCCESS) {
         ucm_cuda_report_ipc_open(*ptr);
     }
@@ -532,7 +539,7 @@ static CUresult ucm_cuda_cuIpcCloseMemHandle(CUdeviceptr ptr)
 
     UCM_CUDA_PASS_THROUGH(cuIpcCloseMemHandle, ptr);
     ucm_cuda_ipc_close_begin(ptr, &state);
-    ret = UCM_CUDA_ORIG(cuIpcCloseMemHandle)(ptr);
+    ret = UCM_CUDA_CALL_ORIG(cuIpcCloseMemHandle)(ptr);
     ucm_cuda_free_end(&state, ret);
     ucm_cuda_hook_leave();
     return ret;

@@ -48,7 +48,8 @@ static ucs_status_t ucm_cuda_hook_one(ucm_cuda_hook_t *hook,
                                 hook->orig_p, &hook->rp);
     }
 
-    *hook->orig_p           = hook->target;
+    /* Hooks of other threads may read it (see UCM_CUDA_CALL_ORIG). */
+    __atomic_store_n(hook->orig_p, hook->target, __ATOMIC_RELEASE);
     hook->reloc.symbol      = hook->symbol;
     hook->reloc.value       = hook->hook;
     hook->reloc.prev_value  = hook->target;

@@ -10,6 +10,8 @@
 
 #include <ucm/api/ucm.h>
 #include <ucm/event/event.h>
+#include <ucm/ucm_memtype.h>
+#include <ucs/memory/memtype_cache.h>
 
 #include <atomic>
 #include <chrono>
@@ -517,6 +519,88 @@ TEST(ucm_cuda, threads_allocating_concurrently_are_all_reported)
         EXPECT_EQ((size_t)(threads * iterations), allocs);
         EXPECT_EQ(allocs, frees);
     });
+}
+
+/*
+ * The hooks uninstalled and installed again (ucm_event_reinstall: every
+ * entry point unpatched and patched) over and over while four threads
+ * allocate, look up and free legacy and stream-ordered memory, and host
+ * buffers, through a memtype cache the hooks feed. No crash, no deadlock
+ * between reinstall and event dispatch, and every lookup of a byte of a
+ * live allocation gives its memory type -- from the event, or from the
+ * driver query for what was allocated while the hooks were out (a free
+ * missed then leaves a stale extent, so only the type is checked).
+ * contrib/hardening/tsan.sh runs it under ThreadSanitizer.
+ */
+TEST(ucm_cuda, hooks_reinstalled_while_threads_allocate_keep_lookups_right)
+{
+    cuda_in_child([] {
+        const int threads = 4, reinstalls = 50;
+        std::atomic<bool> stop{false};
+        std::atomic<long> lookups{0}, wrong{0};
+        ucs_memtype_cache_t *cache;
+        CUcontext ctx;
+
+        init_device(0);
+        setenv("UCX_MEM_CUDA_HOOK_MODE", "bistro", 1);
+        ASSERT_EQ(UCS_OK, ucs_memtype_cache_create("reinstall", &cache));
+        ASSERT_EQ(UCS_OK, ucm_memtype_cache_attach(cache));
+        ASSERT_CU(cuCtxGetCurrent(&ctx));
+
+        auto check = [&](const void *p, size_t len, ucs_memory_type_t want) {
+            ucs_memtype_info_t info;
+            ucs_status_t status = ucs_memtype_cache_lookup(cache, p, len, &info);
+            ++lookups;
+            if (((status != UCS_OK) || (info.mem_type != want)) && (++wrong <= 5)) {
+                ADD_FAILURE() << p << " +" << len << ": " << ucs_status_string(status)
+                              << ", " << ucs_memory_type_names[info.mem_type]
+                              << " instead of " << ucs_memory_type_names[want];
+            }
+        };
+        std::vector<std::thread> workers;
+        for (int t = 0; t < threads; ++t) {
+            workers.emplace_back([&, t] {
+                CUstream stream;
+                EXPECT_CU(cuCtxSetCurrent(ctx));
+                EXPECT_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+                for (unsigned i = t; !stop.load(std::memory_order_relaxed); ++i) {
+                    size_t size = 4096 * (1 + (i % 16));
+                    CUdeviceptr p;
+                    if (cuMemAlloc(&p, size) == CUDA_SUCCESS) {
+                        check((void*)(p + size / 2), 1, UCS_MEMORY_TYPE_CUDA);
+                        EXPECT_CU(cuMemFree(p));
+                    }
+                    if (cuMemAllocAsync(&p, size, stream) == CUDA_SUCCESS) {
+                        check((void*)(p + size - 1), 1, UCS_MEMORY_TYPE_CUDA);
+                        EXPECT_CU(cuMemFreeAsync(p, stream));
+                    }
+                    std::vector<char> host(size);
+                    check(host.data() + i % size, 1, UCS_MEMORY_TYPE_HOST);
+                }
+                EXPECT_CU(cuStreamSynchronize(stream));
+                EXPECT_CU(cuStreamDestroy(stream));
+            });
+        }
+        for (int i = 0; i < reinstalls; ++i) {
+            EXPECT_EQ(UCS_OK, ucm_event_reinstall()) << "reinstall " << i;
+            std::this_thread::sleep_for(std::chrono::microseconds(500));
+        }
+        stop = true;
+        for (std::thread &w : workers) {
+            w.join();
+        }
+
+        printf("[ reinstall] %d reinstalls under %d threads: %ld lookups, "
+               "%ld wrong\n", reinstalls, threads, lookups.load(), wrong.load());
+        EXPECT_EQ(0, wrong.load());
+        EXPECT_LT(100, lookups.load());
+        EXPECT_EQ(UCS_OK, ucs_memtype_cache_check(cache));
+        EXPECT_EQ(UCS_OK, ucm_test_events(UCM_EVENT_MEM_TYPE_ALLOC |
+                                          UCM_EVENT_MEM_TYPE_FREE))
+                << "the hooks are not in place after the last reinstall";
+        ucm_memtype_cache_detach(cache);
+        ucs_memtype_cache_destroy(cache);
+    }, 120.0);
 }
 
 TEST(ucm_cuda, installed_hooks_pass_the_event_test)
