@@ -15,6 +15,8 @@
 #   5. the cuda_ipc benchmark (test/bench/cuda_ipc_bench): UCT get/put
 #      against a raw cuMemcpyDtoDAsync per kind, placement and size, import
 #      and cache-hit costs; table in $OUT/cuda_ipc_bench.log;
+#   5b. host staging fragments on the GPU's NUMA node
+#      (contrib/rndv-frag-numa-check.sh): $OUT/rndv_frag_numa.log;
 #   6. ucx_perftest over every allocator pair, one GPU and two
 #      (contrib/perftest-gpu-matrix.sh): CSV in $OUT/perftest/.
 # Exits non-zero if any step fails; prints a summary at the end.
@@ -251,6 +253,17 @@ if [ -x "$build/test/bench/cuda_ipc_bench" ]; then
     fi
 else
     fail "test/bench/cuda_ipc_bench was not built (see $build/make.log)"
+fi
+
+# ---- 5b. host staging fragments on the GPU's NUMA node ----
+# hwloc's node of each GPU against sysfs, and the pages of a perftest's host
+# fragments (/proc/PID/numa_maps) on GPU0's node (docs/rendezvous.md).
+numa_log=$logdir/rndv_frag_numa.log
+if BUILD_DIR="$build" timeout 600 "$src/contrib/rndv-frag-numa-check.sh" 0 > "$numa_log" 2>&1; then
+    note "host fragments: $(grep -m1 'is near node' "$numa_log"), placed there (log: $numa_log)"
+else
+    fail "host fragments not on the GPU's NUMA node (log: $numa_log)"
+    grep -E '^FAIL|^NOTE' "$numa_log" | head -5
 fi
 
 # ---- 6. ucx_perftest: every allocator pair, one GPU and GPU0 -> GPU1 -----

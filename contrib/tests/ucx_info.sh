@@ -62,6 +62,15 @@ if [ -e "$cudasim/libcuda.so.1" ] && grep -q 'gpu_info' "$BUILD_DIR/src/tools/in
     grep -q 'GPU0: .*GiB' <<<"$gpus"
     grep -q 'GPU1: .*GiB' <<<"$gpus"
     grep -q 'peers: GPU1' <<<"$gpus"
+    # Each GPU's bus id and the NUMA node hwloc gives it: the model's GPUs
+    # are under packages 1 and 0 of the two-node test topology.
+    if grep -q '^#define HAVE_HWLOC 1' "$BUILD_DIR/config.h"; then
+        gpus=$(HWLOC_XMLFILE="$SRC_DIR/test/gtest/ucs/topo_two_nodes.xml" \
+               LD_LIBRARY_PATH=$cudasim "$info" -d | sed -n '/^# GPUs/,$p')
+        echo "$gpus"
+        grep -q 'GPU0: .*PCI 0000:10:00.0, NUMA node 1 (hwloc)' <<<"$gpus"
+        grep -q 'GPU1: .*PCI 0000:11:00.0, NUMA node 0 (hwloc)' <<<"$gpus"
+    fi
     hooks=$(LD_LIBRARY_PATH=$cudasim "$info" -e)
     echo "$hooks"
     grep -q 'CUDA hooks installed' <<<"$hooks"

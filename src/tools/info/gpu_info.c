@@ -5,6 +5,7 @@
 #include "ucx_info.h"
 
 #include <tools/perf/perf_cuda_fns.h>
+#include <ucs/sys/topo_numa.h>
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -13,11 +14,14 @@
 /*
  * ucx_info -d, GPU part: the devices the CUDA driver sees (through
  * ucx_perftest's loader, so that ucx_info runs where CUDA is absent), their
- * memory, NUMA node (from sysfs, by PCI bus id) and which other GPUs they
- * reach directly.
+ * memory, PCI bus id, NUMA node and which other GPUs they reach directly.
  */
 
-/* NUMA node of a PCI device, from sysfs ("-" when unknown). */
+/*
+ * NUMA node of a PCI device: hwloc's answer, which is the one host staging
+ * fragments are placed by (ucs/sys/topo_numa.h); else sysfs's, labelled so
+ * that it is clear nothing is placed by it; "-" when neither knows.
+ */
 static void ucx_info_gpu_numa(const char *bus_id, char *buf, size_t max)
 {
     char path[128], lower[32];
@@ -25,18 +29,23 @@ static void ucx_info_gpu_numa(const char *bus_id, char *buf, size_t max)
     int node;
     size_t i;
 
+    node = ucs_topo_numa_node_of_pci(bus_id);
+    if (node != UCS_NUMA_NODE_UNKNOWN) {
+        snprintf(buf, max, "%d (hwloc)", node);
+        return;
+    }
     for (i = 0; (bus_id[i] != '\0') && (i < sizeof(lower) - 1); ++i) {
         lower[i] = (char)((bus_id[i] >= 'A' && bus_id[i] <= 'F') ? bus_id[i] + 32 : bus_id[i]);
     }
     lower[i] = '\0';
-    snprintf(buf, max, "-");
+    snprintf(buf, max, "- (unknown to hwloc and sysfs)");
     snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", lower);
     f = fopen(path, "r");
     if (f == NULL) {
         return;
     }
     if ((fscanf(f, "%d", &node) == 1) && (node >= 0)) {
-        snprintf(buf, max, "%d", node);
+        snprintf(buf, max, "%d (sysfs; unknown to hwloc: staging not placed)", node);
     }
     fclose(f);
 }
@@ -73,7 +82,7 @@ static void ucx_info_gpu_peers(FILE *stream, CUdevice dev, int index, int count)
 void ucx_info_print_gpus(FILE *stream)
 {
     const char *why = perf_cuda_unavailable();
-    char name[128], bus_id[32], numa[16];
+    char name[128], bus_id[32], numa[64];
     int i, count, version = 0;
     size_t total;
     CUdevice dev;

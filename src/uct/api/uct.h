@@ -189,7 +189,8 @@ enum uct_md_mem_attr_field {
 typedef struct uct_md_mem_attr {
     uint64_t          field_mask;
     ucs_memory_type_t mem_type;
-    uint8_t           sys_dev;
+    uint8_t           sys_dev;      /**< system device (ucs/sys/topo_device.h) of
+                                         device memory; 0xff = unknown */
     void              *base_address;
     size_t            alloc_length;
 } uct_md_mem_attr_t;

@@ -3,6 +3,7 @@
 #endif
 
 #include "cuda_copy.h"
+#include "cuda_topo.h"
 
 #include <ucm/ucm_memtype.h>
 #include <ucs/sys/sys.h>
@@ -130,7 +131,7 @@ static ucs_status_t uct_cuda_copy_md_mem_query(uct_md_h md, const void *address,
         mem_attr->mem_type = desc.mem_type;
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
-        mem_attr->sys_dev = 0xff; /* no topology yet */
+        mem_attr->sys_dev = uct_cuda_device_sys_dev(desc.device);
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
         mem_attr->base_address = (desc.base != NULL) ? desc.base : (void*)address;
@@ -148,6 +149,7 @@ static ucs_status_t uct_cuda_copy_md_mem_reg(uct_md_h md, void *address,
     uct_cuda_copy_memh_t *memh;
     uct_cuda_mem_desc_t desc;
     ucs_status_t status;
+    CUcontext ctx;
     CUresult res;
 
     status = uct_cuda_mem_describe(address, length, &desc);
@@ -167,9 +169,13 @@ static ucs_status_t uct_cuda_copy_md_mem_reg(uct_md_h md, void *address,
         (desc.mem_type == UCS_MEMORY_TYPE_CUDA_MANAGED)) {
         uct_cuda_set_sync_memops(address);
     } else if ((desc.alloc_kind != UCS_MEMTYPE_ALLOC_HOST_PINNED) && (length > 0)) {
-        /* Pinning needs a context; without one copies are still correct,
-         * only synchronous. */
+        /* Pinning needs a context: a thread without one works in device 0's
+         * primary context, as mem_alloc does. If pinning fails, copies are
+         * still correct, only synchronous. */
         res = cuMemHostRegister(address, length, CU_MEMHOSTREGISTER_PORTABLE);
+        if ((res == CUDA_ERROR_INVALID_CONTEXT) && (uct_cuda_ctx_ensure(&ctx) == UCS_OK)) {
+            res = cuMemHostRegister(address, length, CU_MEMHOSTREGISTER_PORTABLE);
+        }
         if (res == CUDA_SUCCESS) {
             memh->host_registered = 1;
         } else if (res != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
