@@ -59,14 +59,15 @@ for bin in "$fuzzdir"/fuzz_*; do
     # Message sequences are kept short: the handlers see every id either way.
     maxlen=4096
     [ "$target" = am ] || maxlen=1024
-    # am inputs that announce huge messages make the receiver reserve the
-    # announced length (docs/reliability.md, "Known limit"); ASan's
-    # quarantine keeps those freed blocks, and libFuzzer's RSS check then
-    # stops the run at ~2.5 GB while the live heap is ~25 MB; ASan also
-    # clears shadow memory (1/8 of the size) for every huge reservation. No
-    # quarantine, and reservations above 1 GiB fail (malloc returns NULL:
-    # the receiver's no-memory path): peak ~0.2 GB, so a real leak still
-    # trips -rss_limit_mb (and detect_leaks).
+    # am inputs announce eager messages the receiver reserves up to
+    # UCX_TAG_EAGER_MAX_SIZE (fuzz_am sets 1M; docs/reliability.md). Before
+    # that limit any announced length was reserved: ASan's quarantine kept
+    # those freed blocks and cleared shadow memory (1/8 of the size) for
+    # each, and libFuzzer's RSS check stopped the run at ~2.5 GB while the
+    # live heap was ~25 MB. Kept as a second line: no quarantine, and
+    # reservations above 1 GiB fail (malloc returns NULL: the receiver's
+    # no-memory path), so a real leak still trips -rss_limit_mb (and
+    # detect_leaks).
     asan=$ASAN_OPTIONS
     [ "$target" = am ] && asan="$asan:quarantine_size_mb=0:max_allocation_size_mb=1024"
     ASAN_OPTIONS=$asan timeout -k 10 $((seconds + 120)) "$bin" -max_total_time="$seconds" \

@@ -83,14 +83,26 @@ static const ucs_config_field_t ucp_config_fields[] = {
 
     {"RNDV_FRAG_POOL_SIZE", "4",
      "Most fragments of each memory type a worker allocates (by default\n"
-     "4 x 64M = 256M of device memory); requests wait for a free fragment\n"
-     "when all are in use.",
+     "4 x 64M = 256M of device memory), host fragments counted per GPU they\n"
+     "stage for (each GPU's on its NUMA node); requests wait for a free\n"
+     "fragment when all are in use.",
      offsetof(ucp_config_t, rndv_frag_pool), UCS_CONFIG_TYPE_UINT},
 
     {"RNDV_PIPELINE_DEPTH", "4",
      "Fragments one message keeps in flight, so that the copy into the next\n"
      "one overlaps the transfer of the previous.",
      offsetof(ucp_config_t, rndv_depth), UCS_CONFIG_TYPE_UINT},
+
+    {"TAG_EAGER_MAX_SIZE", "256M",
+     "Largest tag message the eager protocols send or accept; larger ones\n"
+     "take rendezvous whatever UCX_RNDV_THRESH says. A receiver drops, with\n"
+     "an error, an eager message announcing more, so that one corrupt or\n"
+     "hostile header cannot make it reserve more than this for a message that\n"
+     "arrives before its receive. Set the same value in every process of a\n"
+     "job: a peer with a larger one may send eagerly what we drop. 'inf' lifts\n"
+     "the limit (any announced length is reserved).",
+     offsetof(ucp_config_t, tag_eager_max),
+     UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF)},
 
     {NULL}
 };
@@ -134,6 +146,7 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
     }
     rndv->frag_pool_max = config->rndv_frag_pool;
     rndv->depth         = config->rndv_depth;
+    rndv->eager_max     = config->tag_eager_max;
     return UCS_OK;
 }
 

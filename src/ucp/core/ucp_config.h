@@ -12,6 +12,8 @@
  *            type when an endpoint is created.
  *   UCX_RNDV_*  rendezvous: threshold, scheme, fragment memory type, size,
  *            pool size and pipeline depth (docs/rendezvous.md).
+ *   UCX_TAG_EAGER_MAX_SIZE  largest tag message the eager protocols send
+ *            or accept; larger ones take rendezvous (docs/ucp.md).
  */
 #ifndef UCP_CONFIG_H_
 #define UCP_CONFIG_H_
@@ -52,6 +54,7 @@ struct ucp_config {
     unsigned                rndv_frag_pool;  /**< UCX_RNDV_FRAG_POOL_SIZE */
     unsigned                rndv_depth;      /**< UCX_RNDV_PIPELINE_DEPTH */
     int                     rndv_one_copier; /**< UCX_RNDV_SAME_GPU_ONE_COPIER */
+    size_t                  tag_eager_max;   /**< UCX_TAG_EAGER_MAX_SIZE (or INF) */
 };
 
 /** The rendezvous settings a context keeps, resolved from ucp_config_t. */
@@ -63,6 +66,8 @@ typedef struct ucp_rndv_config {
     unsigned             frag_pool_max; /**< fragments per worker and type */
     unsigned             depth;         /**< fragments in flight per message */
     int                  one_copier;    /**< same GPU: lower uuid copies */
+    size_t               eager_max;     /**< largest eager tag message sent or
+                                             accepted (SIZE_MAX: no limit) */
 } ucp_rndv_config_t;
 
 /** Resolve the rendezvous options of @a config (the plural alias, auto

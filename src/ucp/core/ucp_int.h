@@ -319,6 +319,9 @@ enum {
 
 #define UCP_EAGER_SYNC_HDR   (3 * sizeof(uint64_t))
 #define UCP_EAGER_FIRST_HDR  (5 * sizeof(uint64_t))
+/* Set in a sync ack's id when the receiver dropped the message (larger
+ * than its UCX_TAG_EAGER_MAX_SIZE): the send fails instead of waiting. */
+#define UCP_SYNC_ACK_DROPPED (1ull << 63)
 #define UCP_EAGER_MIDDLE_HDR (3 * sizeof(uint64_t))
 
 /* ---- prototypes --------------------------------------------------------- */

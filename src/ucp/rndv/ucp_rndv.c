@@ -220,7 +220,7 @@ void ucp_rndv_ep_cleanup(ucp_ep_h ep)
     }
 }
 
-size_t ucp_rndv_thresh(ucp_ep_h ep, ucs_memory_type_t mem_type)
+static size_t ucp_rndv_thresh_config(ucp_ep_h ep, ucs_memory_type_t mem_type)
 {
     size_t thresh = ep->worker->context->rndv.thresh;
 
@@ -231,6 +231,20 @@ size_t ucp_rndv_thresh(ucp_ep_h ep, ucs_memory_type_t mem_type)
         return UCP_RNDV_THRESH_AUTO_DEVICE;
     }
     return (ep->rma_ep != NULL) ? UCP_RNDV_THRESH_AUTO_HOST : SIZE_MAX;
+}
+
+size_t ucp_rndv_thresh(ucp_ep_h ep, ucs_memory_type_t mem_type)
+{
+    size_t eager_max = ep->worker->context->rndv.eager_max;
+    size_t thresh    = ucp_rndv_thresh_config(ep, mem_type);
+
+    /* Above UCX_TAG_EAGER_MAX_SIZE a receiver drops eager messages, so they
+     * take rendezvous even where the threshold says eager (auto, towards a
+     * peer without a cuda_ipc lane: every size). */
+    if ((eager_max < SIZE_MAX) && (thresh > eager_max + 1)) {
+        return eager_max + 1;
+    }
+    return thresh;
 }
 
 /* ---- request ids ---------------------------------------------------------- */

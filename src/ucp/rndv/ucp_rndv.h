@@ -149,7 +149,9 @@ unsigned ucp_rndv_progress(ucp_worker_h worker);
 void ucp_rndv_peer_failed(ucp_worker_h worker, uint64_t uuid,
                           ucs_status_t status);
 
-/** Size from which a message of @a mem_type on @a ep takes rendezvous. */
+/** Size from which a message of @a mem_type on @a ep takes rendezvous:
+ *  UCX_RNDV_THRESH (auto: per memory type and lane), at most
+ *  UCX_TAG_EAGER_MAX_SIZE + 1. */
 size_t ucp_rndv_thresh(ucp_ep_h ep, ucs_memory_type_t mem_type);
 
 ucp_rndv_req_t *ucp_rndv_req_new(ucp_request_t *req, int is_send,
@@ -312,19 +314,29 @@ typedef struct ucp_rndv_frag {
     size_t                   used;     /* bytes of the message it carries */
 } ucp_rndv_frag_t;
 
-/** A free fragment of @a mem_type (HOST: pinned host memory when cuda_copy
- *  is there, CUDA: cuMemAlloc memory exportable by cuda_ipc), growing the
- *  pool up to UCX_RNDV_FRAG_POOL_SIZE; NULL when it is dry or the memory
- *  cannot be had. */
+/** A free fragment of @a mem_type, growing the pool up to
+ *  UCX_RNDV_FRAG_POOL_SIZE; NULL when it is dry or the memory cannot be had.
+ *  CUDA: cuMemAlloc memory exportable by cuda_ipc. HOST: from the pool of
+ *  the GPU of @a serves (the device buffer the fragment stages for; NULL or
+ *  host memory: a pool of no GPU), placed on the NUMA node nearest that GPU
+ *  and pinned when cuda_copy is there. */
 ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_type,
-                                   uint64_t owner);
+                                   const void *serves, uint64_t owner);
 /** Give a fragment back and wake a waiter. */
 void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag);
-/** The fragment @a index of the @a mem_type pool owned by @a owner, or NULL. */
+/** The fragment @a index of the @a mem_type pool owned by @a owner, or NULL
+ *  (device fragments: there is one pool of them per worker). */
 ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, ucs_memory_type_t mem_type,
                                     uint32_t index, uint64_t owner);
 /** Packed cuda_ipc key of the slab of a CUDA fragment. */
 const void *ucp_rndv_frag_key(const ucp_rndv_frag_t *frag, size_t *len_p);
+/** Host fragment: the NUMA node nearest its GPU (UCS_NUMA_NODE_UNKNOWN when
+ *  not known); @a placed_p (may be NULL): that node if the kernel accepted
+ *  the placement of its pages, else UCS_NUMA_NODE_UNKNOWN. (Tests.) */
+int ucp_rndv_frag_numa_node(const ucp_rndv_frag_t *frag, int *placed_p);
+/** Whether the fragment's memory is pinned or device memory of cuda_cpy
+ *  (a registration the md accepted). (Tests.) */
+int ucp_rndv_frag_pinned(const ucp_rndv_frag_t *frag);
 /** Wait for a fragment: @a rreq's resume function runs when one is free. */
 void ucp_rndv_frag_wait(ucp_worker_h worker, ucp_rndv_req_t *rreq);
 void ucp_rndv_frag_unwait(ucp_worker_h worker, ucp_rndv_req_t *rreq);

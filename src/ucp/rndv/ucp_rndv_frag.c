@@ -4,15 +4,21 @@
 
 /*
  * Staging fragments of the rendezvous pipeline, pooled per worker and memory
- * type. Device fragments come from the cuda_cpy md (cuMemAlloc: always
- * exportable by cuda_ipc), a slab at a time, and each slab's key is packed
- * once. Host fragments are pinned host memory from the same md when it is
- * there, else malloc. A pool never grows past UCX_RNDV_FRAG_POOL_SIZE
- * fragments; a request that finds it dry waits on the worker's list and is
- * resumed from progress when a fragment comes back.
+ * type, and for host fragments also per GPU. Device fragments come from the
+ * cuda_cpy md (cuMemAlloc: always exportable by cuda_ipc), a slab at a
+ * time, and each slab's key is packed once. Host fragments stage data of
+ * one GPU: their pages are placed on the NUMA node nearest it (hwloc, see
+ * ucs/sys/topo_numa.h) before anything touches them, then pinned with the
+ * cuda_cpy md (cuMemHostRegister), so the GPU's copies neither cross the
+ * socket link nor go through the driver's own bounce buffers. A pool never
+ * grows past UCX_RNDV_FRAG_POOL_SIZE fragments; a request that finds it dry
+ * waits on the worker's list and is resumed from progress when a fragment
+ * comes back.
  */
 
 #include <ucp/rndv/ucp_rndv_int.h>
+#include <ucs/sys/topo_device.h>
+#include <ucs/sys/topo_numa.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +27,12 @@
 
 typedef struct ucp_rndv_frag_slab {
     struct ucp_rndv_frag_slab *next;
+    struct ucp_rndv_frag_pool *pool;
     void                      *base;
     size_t                    length;
-    uct_mem_h                 alloc_memh; /* cuda_cpy allocation, or NULL */
+    uct_mem_h                 alloc_memh; /* device slabs: cuda_cpy allocation */
+    uct_mem_h                 reg_memh;   /* host slabs: cuda_cpy pinning, or NULL */
+    int                       numa_placed; /* host slabs: node the kernel took */
     uct_mem_h                 ipc_memh;   /* device slabs: cuda_ipc key */
     void                      *key;
     uint32_t                  key_len;    /* without trailing zeros */
@@ -31,7 +40,10 @@ typedef struct ucp_rndv_frag_slab {
 } ucp_rndv_frag_slab_t;
 
 typedef struct ucp_rndv_frag_pool {
+    struct ucp_rndv_frag_pool *next;    /* host pools: the next GPU's */
     ucs_memory_type_t    mem_type;
+    ucs_sys_device_t     sys_dev;   /* host pools: the GPU they stage for */
+    int                  numa_node; /* host pools: the node nearest it */
     size_t               frag_size;
     unsigned             count;     /* fragments allocated */
     unsigned             in_use;
@@ -41,22 +53,70 @@ typedef struct ucp_rndv_frag_pool {
     ucp_rndv_frag_slab_t *slabs;
 } ucp_rndv_frag_pool_t;
 
+/* The GPU whose data a host fragment stages (UNKNOWN: host memory, no
+ * cuda_cpy md, or a device without a PCI bus id): one memory-type lookup. */
+static ucs_sys_device_t ucp_rndv_frag_sys_dev(ucp_worker_h worker, const void *serves)
+{
+    uct_md_mem_attr_t attr;
+
+    if ((serves == NULL) || (worker->rndv->copy_md == NULL)) {
+        return UCS_SYS_DEVICE_ID_UNKNOWN;
+    }
+    attr.field_mask = UCT_MD_MEM_ATTR_FIELD_SYS_DEV;
+    if (uct_md_mem_query(worker->rndv->copy_md, serves, 1, &attr) != UCS_OK) {
+        return UCS_SYS_DEVICE_ID_UNKNOWN;
+    }
+    return attr.sys_dev;
+}
+
+/* The pool of @a mem_type (host: of the GPU @a sys_dev), or NULL. */
+static ucp_rndv_frag_pool_t *ucp_rndv_frag_pool_find(ucp_worker_h worker,
+                                                     ucs_memory_type_t mem_type,
+                                                     ucs_sys_device_t sys_dev)
+{
+    ucp_rndv_frag_pool_t *pool = worker->rndv->pools[mem_type];
+
+    if (mem_type == UCS_MEMORY_TYPE_HOST) {
+        while ((pool != NULL) && (pool->sys_dev != sys_dev)) {
+            pool = pool->next;
+        }
+    }
+    return pool;
+}
+
 static ucp_rndv_frag_pool_t *ucp_rndv_frag_pool(ucp_worker_h worker,
-                                                ucs_memory_type_t mem_type)
+                                                ucs_memory_type_t mem_type,
+                                                ucs_sys_device_t sys_dev)
 {
     ucp_rndv_worker_t *rw = worker->rndv;
+    char bus_id[UCS_SYS_BUS_ID_STR_MAX];
     ucp_rndv_frag_pool_t *pool;
 
-    if (rw->pools[mem_type] != NULL) {
-        return rw->pools[mem_type];
+    pool = ucp_rndv_frag_pool_find(worker, mem_type, sys_dev);
+    if (pool != NULL) {
+        return pool;
     }
     pool = calloc(1, sizeof(*pool));
     if (pool == NULL) {
         return NULL;
     }
     pool->mem_type  = mem_type;
+    pool->sys_dev   = UCS_SYS_DEVICE_ID_UNKNOWN;
+    pool->numa_node = UCS_NUMA_NODE_UNKNOWN;
     pool->frag_size = worker->context->rndv.frag_size[mem_type];
+    if (mem_type == UCS_MEMORY_TYPE_HOST) {
+        pool->sys_dev   = sys_dev;
+        pool->numa_node = (sys_dev == UCS_SYS_DEVICE_ID_UNKNOWN) ?
+                          UCS_NUMA_NODE_UNKNOWN : ucs_topo_sys_device_numa_node(sys_dev);
+        ucs_debug("ucp: worker %s: host fragments for GPU %s go to NUMA node %d%s",
+                  worker->name, ucs_topo_sys_device_bdf_name(sys_dev, bus_id,
+                                                             sizeof(bus_id)),
+                  pool->numa_node,
+                  (pool->numa_node == UCS_NUMA_NODE_UNKNOWN) ? " (unknown: not placed)" :
+                                                               "");
+    }
     ucs_list_head_init(&pool->free);
+    pool->next          = rw->pools[mem_type];
     rw->pools[mem_type] = pool;
     return pool;
 }
@@ -70,8 +130,11 @@ static void ucp_rndv_frag_slab_free(ucp_worker_h worker, ucp_rndv_frag_slab_t *s
     }
     if (slab->alloc_memh != NULL) {
         uct_md_mem_free(rw->copy_md, slab->alloc_memh);
-    } else {
-        free(slab->base);
+    } else if (slab->base != NULL) {
+        if (slab->reg_memh != NULL) {
+            uct_md_mem_dereg(rw->copy_md, slab->reg_memh);
+        }
+        ucs_topo_numa_free(slab->base, slab->length);
     }
     free(slab->key);
     free(slab->frags);
@@ -79,6 +142,30 @@ static void ucp_rndv_frag_slab_free(ucp_worker_h worker, ucp_rndv_frag_slab_t *s
 }
 
 static int ucp_rndv_frag_warned;
+
+/* Placed first, pinned second: pinning faults the pages in, and they must
+ * come from the GPU's node. A pinning that fails leaves usable memory
+ * (cuda_cpy logs it; the copies are then synchronous). */
+static ucs_status_t ucp_rndv_frag_host_memory(ucp_worker_h worker,
+                                              ucp_rndv_frag_pool_t *pool,
+                                              ucp_rndv_frag_slab_t *slab)
+{
+    ucp_rndv_worker_t *rw = worker->rndv;
+    ucs_status_t status;
+
+    status = ucs_topo_numa_alloc(slab->length, pool->numa_node, &slab->base,
+                                 &slab->numa_placed);
+    if (status != UCS_OK) {
+        slab->base = NULL;
+        return status;
+    }
+    if ((rw->copy_md != NULL) &&
+        (uct_md_mem_reg(rw->copy_md, slab->base, slab->length, 0, &slab->reg_memh) !=
+         UCS_OK)) {
+        slab->reg_memh = NULL;
+    }
+    return UCS_OK;
+}
 
 static ucs_status_t ucp_rndv_frag_slab_memory(ucp_worker_h worker,
                                               ucp_rndv_frag_pool_t *pool,
@@ -88,22 +175,19 @@ static ucs_status_t ucp_rndv_frag_slab_memory(ucp_worker_h worker,
     size_t length         = slab->length;
     ucs_status_t status;
 
-    if (rw->copy_md != NULL) {
-        status = uct_md_mem_alloc(rw->copy_md, &length, &slab->base,
-                                  pool->mem_type, 0, "rndv fragments",
-                                  &slab->alloc_memh);
-        if (status == UCS_OK) {
-            return UCS_OK;
-        }
-        slab->alloc_memh = NULL;
-        if (pool->mem_type != UCS_MEMORY_TYPE_HOST) {
-            return status;
-        }
-    } else if (pool->mem_type != UCS_MEMORY_TYPE_HOST) {
+    if (pool->mem_type == UCS_MEMORY_TYPE_HOST) {
+        return ucp_rndv_frag_host_memory(worker, pool, slab);
+    }
+    if (rw->copy_md == NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
-    slab->base = malloc(slab->length);
-    return (slab->base != NULL) ? UCS_OK : UCS_ERR_NO_MEMORY;
+    status = uct_md_mem_alloc(rw->copy_md, &length, &slab->base, pool->mem_type, 0,
+                              "rndv fragments", &slab->alloc_memh);
+    if (status != UCS_OK) {
+        slab->alloc_memh = NULL;
+        slab->base       = NULL;
+    }
+    return status;
 }
 
 static ucs_status_t ucp_rndv_frag_grow(ucp_worker_h worker,
@@ -124,7 +208,9 @@ static ucs_status_t ucp_rndv_frag_grow(ucp_worker_h worker,
     if (slab == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    slab->length = n * pool->frag_size;
+    slab->pool        = pool;
+    slab->numa_placed = UCS_NUMA_NODE_UNKNOWN;
+    slab->length      = n * pool->frag_size;
     slab->frags  = calloc(n, sizeof(*slab->frags));
     by_index     = realloc(pool->by_index, (pool->count + n) * sizeof(*by_index));
     if ((slab->frags == NULL) || (by_index == NULL)) {
@@ -159,9 +245,14 @@ static ucs_status_t ucp_rndv_frag_grow(ucp_worker_h worker,
     pool->count += n;
     slab->next   = pool->slabs;
     pool->slabs  = slab;
-    ucs_debug("ucp: worker %s: %u %s fragments of %zu bytes (%u of at most %u)",
-              worker->name, n, ucs_memory_type_names[pool->mem_type],
-              pool->frag_size, pool->count, max);
+    ucs_debug("ucp: worker %s: %u %s fragments of %zu bytes (%u of at most %u)%s%s",
+              worker->name, n, ucs_memory_type_names[pool->mem_type], pool->frag_size,
+              pool->count, max,
+              (pool->mem_type != UCS_MEMORY_TYPE_HOST) ? "" :
+              (slab->numa_placed != UCS_NUMA_NODE_UNKNOWN) ? ", on the GPU's NUMA node" :
+                                                             ", not placed",
+              ((pool->mem_type != UCS_MEMORY_TYPE_HOST) || (slab->reg_memh != NULL)) ?
+                      "" : ", not pinned");
     return UCS_OK;
 
 err:
@@ -182,12 +273,16 @@ err:
 }
 
 ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_type,
-                                   uint64_t owner)
+                                   const void *serves, uint64_t owner)
 {
-    ucp_rndv_frag_pool_t *pool = ucp_rndv_frag_pool(worker, mem_type);
+    ucp_rndv_frag_pool_t *pool;
     ucp_rndv_frag_t *frag;
     ucs_status_t status;
 
+    pool = ucp_rndv_frag_pool(worker, mem_type,
+                              (mem_type == UCS_MEMORY_TYPE_HOST) ?
+                                      ucp_rndv_frag_sys_dev(worker, serves) :
+                                      UCS_SYS_DEVICE_ID_UNKNOWN);
     if ((pool == NULL) || pool->broken) {
         return NULL;
     }
@@ -208,8 +303,9 @@ ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_ty
 
 void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag)
 {
-    ucp_rndv_frag_pool_t *pool = worker->rndv->pools[frag->mem_type];
+    ucp_rndv_frag_pool_t *pool = frag->slab->pool;
 
+    (void)worker;
     frag->owner = 0;
     --pool->in_use;
     ucs_list_add_head(&pool->free, &frag->list);
@@ -233,15 +329,31 @@ const void *ucp_rndv_frag_key(const ucp_rndv_frag_t *frag, size_t *len_p)
     return frag->slab->key;
 }
 
+int ucp_rndv_frag_numa_node(const ucp_rndv_frag_t *frag, int *placed_p)
+{
+    if (placed_p != NULL) {
+        *placed_p = frag->slab->numa_placed;
+    }
+    return frag->slab->pool->numa_node;
+}
+
+int ucp_rndv_frag_pinned(const ucp_rndv_frag_t *frag)
+{
+    return (frag->slab->reg_memh != NULL) || (frag->slab->alloc_memh != NULL);
+}
+
 int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type)
 {
     ucp_rndv_worker_t *rw = worker->rndv;
 
+    /* Host pools are per GPU: one that broke says nothing about the others. */
+    if (mem_type == UCS_MEMORY_TYPE_HOST) {
+        return 1;
+    }
     if ((rw->pools[mem_type] != NULL) && rw->pools[mem_type]->broken) {
         return 0;
     }
-    return (mem_type == UCS_MEMORY_TYPE_HOST) ||
-           ((rw->copy_md != NULL) && (rw->ipc_md != NULL));
+    return (rw->copy_md != NULL) && (rw->ipc_md != NULL);
 }
 
 void ucp_rndv_frag_wait(ucp_worker_h worker, ucp_rndv_req_t *rreq)
@@ -263,9 +375,16 @@ void ucp_rndv_frag_unwait(ucp_worker_h worker, ucp_rndv_req_t *rreq)
     }
 }
 
-static int ucp_rndv_frag_available(ucp_worker_h worker, ucs_memory_type_t mem_type)
+static int ucp_rndv_frag_available(ucp_worker_h worker, const ucp_rndv_req_t *rreq)
 {
-    ucp_rndv_frag_pool_t *pool = worker->rndv->pools[mem_type];
+    ucs_memory_type_t type = (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) ?
+                                     UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    ucp_rndv_frag_pool_t *pool;
+
+    pool = ucp_rndv_frag_pool_find(worker, type,
+                                   (type == UCS_MEMORY_TYPE_HOST) ?
+                                           ucp_rndv_frag_sys_dev(worker, rreq->buffer) :
+                                           UCS_SYS_DEVICE_ID_UNKNOWN);
 
     return (pool == NULL) || !ucs_list_is_empty(&pool->free) ||
            (pool->count < worker->context->rndv.frag_pool_max) || pool->broken;
@@ -276,15 +395,12 @@ unsigned ucp_rndv_frag_progress(ucp_worker_h worker)
     ucp_rndv_worker_t *rw = worker->rndv;
     unsigned count        = 0;
     ucp_rndv_req_t *rreq;
-    ucs_memory_type_t type;
 
     /* In order, while the head's kind of fragment is there: a waiter that
      * takes the last one leaves the others for the next round. */
     while (!ucs_list_is_empty(&rw->waiters)) {
         rreq = ucs_list_head_elem(&rw->waiters, ucp_rndv_req_t, wait_link);
-        type = (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) ? UCS_MEMORY_TYPE_CUDA :
-                                                       UCS_MEMORY_TYPE_HOST;
-        if (!ucp_rndv_frag_available(worker, type)) {
+        if (!ucp_rndv_frag_available(worker, rreq)) {
             break;
         }
         ucp_rndv_frag_unwait(worker, rreq);
@@ -299,39 +415,46 @@ unsigned ucp_rndv_frag_progress(ucp_worker_h worker)
 
 unsigned ucp_rndv_frag_in_use(ucp_worker_h worker)
 {
+    ucp_rndv_frag_pool_t *pool;
     unsigned i, n = 0;
 
     if (worker->rndv == NULL) {
         return 0;
     }
     for (i = 0; i < UCS_MEMORY_TYPE_LAST; ++i) {
-        n += (worker->rndv->pools[i] != NULL) ? worker->rndv->pools[i]->in_use : 0;
+        for (pool = worker->rndv->pools[i]; pool != NULL; pool = pool->next) {
+            n += pool->in_use;
+        }
     }
     return n;
+}
+
+static void ucp_rndv_frag_pool_free(ucp_worker_h worker, ucp_rndv_frag_pool_t *pool)
+{
+    ucp_rndv_frag_slab_t *slab;
+
+    if (pool->in_use > 0) {
+        ucs_debug("ucp: worker %s: %u %s fragments still in use at destroy",
+                  worker->name, pool->in_use, ucs_memory_type_names[pool->mem_type]);
+    }
+    while ((slab = pool->slabs) != NULL) {
+        pool->slabs = slab->next;
+        ucp_rndv_frag_slab_free(worker, slab);
+    }
+    free(pool->by_index);
+    free(pool);
 }
 
 void ucp_rndv_frag_cleanup(ucp_worker_h worker)
 {
     ucp_rndv_worker_t *rw = worker->rndv;
     ucp_rndv_frag_pool_t *pool;
-    ucp_rndv_frag_slab_t *slab;
     unsigned i;
 
     for (i = 0; i < UCS_MEMORY_TYPE_LAST; ++i) {
-        pool = rw->pools[i];
-        if (pool == NULL) {
-            continue;
+        while ((pool = rw->pools[i]) != NULL) {
+            rw->pools[i] = pool->next;
+            ucp_rndv_frag_pool_free(worker, pool);
         }
-        if (pool->in_use > 0) {
-            ucs_debug("ucp: worker %s: %u %s fragments still in use at destroy",
-                      worker->name, pool->in_use, ucs_memory_type_names[i]);
-        }
-        while ((slab = pool->slabs) != NULL) {
-            pool->slabs = slab->next;
-            ucp_rndv_frag_slab_free(worker, slab);
-        }
-        free(pool->by_index);
-        free(pool);
-        rw->pools[i] = NULL;
     }
 }

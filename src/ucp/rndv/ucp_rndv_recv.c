@@ -131,9 +131,10 @@ static ucs_status_t ucp_rndv_recv_get(ucp_rndv_req_t *rreq,
         return status; /* not importable: no warning, another protocol */
     }
     if (status != UCS_OK) {
-        /* The key unpacked, but the import failed. */
+        /* The key unpacked, but the import failed: the caller falls back
+         * (EXCEEDS_LIMIT: no fd to spare, see ucp_rndv_recv_start). */
         ucp_rndv_warn_import_failed(status);
-        return UCS_ERR_UNREACHABLE;
+        return (status == UCS_ERR_EXCEEDS_LIMIT) ? status : UCS_ERR_UNREACHABLE;
     }
     rreq->proto = UCP_PROTO_STAT_RNDV_GET;
     return UCS_OK;
@@ -273,6 +274,11 @@ void ucp_rndv_recv_start(ucp_request_t *req, const void *data, size_t len)
         }
         if (status == UCS_OK) {
             return;
+        }
+        if (status == UCS_ERR_EXCEEDS_LIMIT) {
+            /* Out of fds: importing the sender's device fragments would
+             * fail the same way, so the pipeline sends data messages. */
+            rts.flags &= ~UCP_RNDV_RTS_FLAG_CAN_FRAG;
         }
         if ((i == 0) && (worker->context->rndv.scheme != UCP_RNDV_SCHEME_AUTO)) {
             ucs_debug("ucp: UCX_RNDV_SCHEME=%s cannot serve %s -> %s (%s): "
@@ -414,7 +420,8 @@ static ucs_status_t ucp_rndv_recv_data_device(ucp_rndv_req_t *rreq, size_t offse
     ucs_status_t status = UCS_OK;
 
     if (rreq->stage == NULL) {
-        rreq->stage = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_HOST, rreq->id);
+        rreq->stage = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_HOST, rreq->buffer,
+                                        rreq->id);
         if ((rreq->stage == NULL) || (rreq->stage->size < len)) {
             if (rreq->stage != NULL) {
                 ucp_rndv_frag_put(worker, rreq->stage);

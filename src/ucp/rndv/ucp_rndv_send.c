@@ -280,7 +280,7 @@ static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
 
     while ((rreq->inflight < worker->context->rndv.depth) &&
            (rreq->next_offset < rreq->length)) {
-        frag = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_CUDA, rreq->id);
+        frag = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_CUDA, NULL, rreq->id);
         if (frag == NULL) {
             if ((rreq->inflight == 0) && (rreq->next_offset == 0) &&
                 !ucp_rndv_frag_supported(worker, UCS_MEMORY_TYPE_CUDA)) {
@@ -453,7 +453,7 @@ static void ucp_rndv_send_am_start(ucp_rndv_req_t *rreq)
     }
     if ((rreq->mem_type != UCS_MEMORY_TYPE_HOST) && (rreq->stage == NULL)) {
         rreq->stage = ucp_rndv_frag_get(rreq->worker, UCS_MEMORY_TYPE_HOST,
-                                        rreq->id);
+                                        rreq->buffer, rreq->id);
         if (rreq->stage == NULL) {
             ucp_rndv_frag_wait(rreq->worker, rreq);
             return;

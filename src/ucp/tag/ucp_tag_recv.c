@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ucp_tag_send_acked(ucp_request_t *req);
+void ucp_tag_send_acked(ucp_request_t *req, ucs_status_t status);
 
 static inline int ucp_tag_match(ucp_tag_t sender, ucp_tag_t tag, ucp_tag_t mask)
 {
@@ -210,6 +210,30 @@ static ucs_status_t ucp_tag_am_eager_sync(void *arg, void *data, size_t length,
                                 UCP_PROTO_STAT_EAGER_BCOPY);
 }
 
+/*
+ * A multi-fragment message announcing more than UCX_TAG_EAGER_MAX_SIZE: no
+ * sender with our settings sends that eagerly (it takes rendezvous), so the
+ * header is corrupt or hostile, or the peer runs with a larger limit. It is
+ * dropped before anything is reserved -- also when a receive is posted, so
+ * that the outcome does not depend on timing; its later fragments find no
+ * message and are dropped too. As for every other malformed header, the
+ * endpoint stays up: the sender is named only by this same header.
+ */
+static int ucp_tag_eager_too_long(ucp_worker_h worker, const uint64_t *hdr)
+{
+    size_t eager_max = worker->context->rndv.eager_max;
+
+    if (hdr[3] <= eager_max) {
+        return 0;
+    }
+    ucs_error("ucp: eager message 0x%llx of worker 0x%llx (tag 0x%llx) dropped: "
+              "it announces %llu bytes, more than UCX_TAG_EAGER_MAX_SIZE=%zu "
+              "(a sender with the same setting uses rendezvous for it)",
+              (unsigned long long)hdr[2], (unsigned long long)hdr[1],
+              (unsigned long long)hdr[0], (unsigned long long)hdr[3], eager_max);
+    return 1;
+}
+
 static ucs_status_t ucp_tag_am_eager_first(void *arg, void *data, size_t length,
                                            unsigned flags)
 {
@@ -230,6 +254,11 @@ static ucs_status_t ucp_tag_am_eager_first(void *arg, void *data, size_t length,
     if (len > hdr[3]) {
         ucs_error("ucp: first fragment of %zu bytes exceeds its message of %llu",
                   len, (unsigned long long)hdr[3]);
+        return UCS_OK;
+    }
+    if (ucp_tag_eager_too_long(worker, hdr)) {
+        /* A sync send would wait for ever: tell it. */
+        ucp_tag_ack(worker, hdr[1], hdr[4] ? (hdr[4] | UCP_SYNC_ACK_DROPPED) : 0);
         return UCS_OK;
     }
 
@@ -333,8 +362,14 @@ static ucs_status_t ucp_tag_am_sync_ack(void *arg, void *data, size_t length,
     }
     memcpy(&sync_id, data, sizeof(sync_id));
     ucs_list_for_each(req, &worker->sync_reqs, list) {
-        if (req->u.send.sync_id == sync_id) {
-            ucp_tag_send_acked(req);
+        if (req->u.send.sync_id == (sync_id & ~UCP_SYNC_ACK_DROPPED)) {
+            if (sync_id & UCP_SYNC_ACK_DROPPED) {
+                ucs_error("ucp: sync send 0x%llx of %zu bytes was dropped by the "
+                          "receiver: larger than its UCX_TAG_EAGER_MAX_SIZE",
+                          (unsigned long long)req->u.send.sync_id, req->dt.length);
+            }
+            ucp_tag_send_acked(req, (sync_id & UCP_SYNC_ACK_DROPPED) ?
+                                    UCS_ERR_EXCEEDS_LIMIT : UCS_OK);
             return UCS_OK;
         }
     }

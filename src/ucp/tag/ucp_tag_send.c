@@ -38,6 +38,12 @@ static size_t ucp_tag_pack(void *dest, void *arg)
     return ctx->hdr_len + packed;
 }
 
+/* What a send completes with: OK, or what the receiver's ack said. */
+static ucs_status_t ucp_tag_send_result(const ucp_request_t *req)
+{
+    return (req->status == UCS_INPROGRESS) ? UCS_OK : req->status;
+}
+
 /* The local part of a send is done; a sync send still waits for its ack. */
 static void ucp_tag_send_local_done(ucp_request_t *req)
 {
@@ -47,18 +53,21 @@ static void ucp_tag_send_local_done(ucp_request_t *req)
             ucs_list_del(&req->list);
             req->flags &= ~UCP_REQ_FLAG_IN_SYNC_LIST;
         }
-        ucp_request_complete(req, UCS_OK);
+        ucp_request_complete(req, ucp_tag_send_result(req));
     }
 }
 
-void ucp_tag_send_acked(ucp_request_t *req);
-void ucp_tag_send_acked(ucp_request_t *req)
+void ucp_tag_send_acked(ucp_request_t *req, ucs_status_t status);
+void ucp_tag_send_acked(ucp_request_t *req, ucs_status_t status)
 {
     req->flags |= UCP_REQ_FLAG_SYNC_ACKED;
+    if (status != UCS_OK) {
+        req->status = status; /* kept until the local part is done */
+    }
     if (req->flags & UCP_REQ_FLAG_LOCAL_DONE) {
         ucs_list_del(&req->list);
         req->flags &= ~UCP_REQ_FLAG_IN_SYNC_LIST;
-        ucp_request_complete(req, UCS_OK);
+        ucp_request_complete(req, ucp_tag_send_result(req));
     }
 }
 

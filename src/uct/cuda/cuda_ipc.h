@@ -115,10 +115,15 @@ ucs_status_t uct_cuda_ipc_fd_server_ensure(void);
  * Get a copy of fd @a remote_fd of the exporter of @a key, by the path
  * @a mode allows (auto: pidfd_getfd when the PID namespace is shared and it
  * works, else the exporter's socket). @return the new fd (caller closes),
- * or -1 (logged at debug level).
+ * or -1 with errno set: EMFILE/ENFILE when this process (or the system) has
+ * no fd number to spare -- logged at error level with RLIMIT_NOFILE --,
+ * anything else when the exporter cannot be reached or refuses (debug).
  */
 int uct_cuda_ipc_fd_fetch(const uct_cuda_ipc_key_t *key, int remote_fd,
                           uct_cuda_ipc_fd_transfer_t mode);
+
+/** Whether errno value @a err means "out of file descriptors". */
+int uct_cuda_ipc_fd_is_exhausted(int err);
 
 /* ---- import (cuda_ipc_import.c) ----------------------------------------- */
 
@@ -187,7 +192,10 @@ void uct_cuda_ipc_cache_cleanup(uct_cuda_ipc_cache_t *cache);
  * base with another buffer id is stale and replaced). The returned mapping
  * holds a reference for the caller: release it with
  * uct_cuda_ipc_mapping_put() when the operation completes.
- * @return UCS_OK, or UCS_ERR_UNREACHABLE when the import failed (logged).
+ * @return UCS_OK; UCS_ERR_EXCEEDS_LIMIT when this process had no fd to
+ *         spare for the import (RLIMIT_NOFILE, logged at error level; the
+ *         same key imports once fds are free again); UCS_ERR_UNREACHABLE
+ *         when the import failed otherwise (logged at debug level).
  */
 ucs_status_t uct_cuda_ipc_cache_get(uct_cuda_ipc_cache_t *cache,
                                     const uct_cuda_ipc_key_t *key,

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -188,23 +189,27 @@ ucs_status_t uct_cuda_ipc_fd_server_ensure(void)
     return uct_cuda_ipc_fd_server_status;
 }
 
+/* The fd, or -errno. */
 static int uct_cuda_ipc_fd_fetch_pidfd(uint32_t pid, int remote_fd)
 {
     int pidfd, fd;
 
     pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
     if (pidfd < 0) {
+        fd = -errno;
         ucs_debug("cuda_ipc: pidfd_open(%u): %m", pid);
-        return -1;
+        return fd;
     }
     fd = (int)syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0);
     if (fd < 0) {
+        fd = -errno;
         ucs_debug("cuda_ipc: pidfd_getfd(%u, %d): %m", pid, remote_fd);
     }
     close(pidfd);
     return fd;
 }
 
+/* The fd, or -errno (-EACCES: the exporter refused). */
 static int uct_cuda_ipc_fd_fetch_socket(uint64_t pid_ns, uint32_t pid, int remote_fd)
 {
     uct_cuda_ipc_fd_request_t req = {remote_fd};
@@ -215,14 +220,17 @@ static int uct_cuda_ipc_fd_fetch_socket(uint64_t pid_ns, uint32_t pid, int remot
     struct msghdr msg;
     struct iovec iov;
     socklen_t len;
-    int sock, fd = -1;
+    int sock, fd = -ECONNREFUSED;
 
     len  = uct_cuda_ipc_fd_sockaddr(pid_ns, pid, &addr);
     sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (sock < 0) {
-        return -1;
+        fd = -errno;
+        ucs_debug("cuda_ipc: socket(AF_UNIX): %m");
+        return fd;
     }
     if (connect(sock, (struct sockaddr*)&addr, len) != 0) {
+        fd = -errno;
         ucs_debug("cuda_ipc: connect to @%s: %m", addr.sun_path + 1);
         goto out;
     }
@@ -245,7 +253,13 @@ static int uct_cuda_ipc_fd_fetch_socket(uint64_t pid_ns, uint32_t pid, int remot
     if ((reply.status == 0) && (cmsg != NULL) && (cmsg->cmsg_level == SOL_SOCKET) &&
         (cmsg->cmsg_type == SCM_RIGHTS) && (cmsg->cmsg_len == CMSG_LEN(sizeof(int)))) {
         memcpy(&fd, CMSG_DATA(cmsg), sizeof(int));
+    } else if ((reply.status == 0) && (msg.msg_flags & MSG_CTRUNC)) {
+        /* Sent, but the kernel had no fd number for it in this process. */
+        fd = -EMFILE;
+        ucs_debug("cuda_ipc: fd %d of pid %u arrived with no room for it", remote_fd,
+                  pid);
     } else {
+        fd = -EACCES;
         ucs_debug("cuda_ipc: exporter %u refused fd %d", pid, remote_fd);
     }
 out:
@@ -253,11 +267,31 @@ out:
     return fd;
 }
 
+int uct_cuda_ipc_fd_is_exhausted(int err)
+{
+    return (err == EMFILE) || (err == ENFILE);
+}
+
+/* Out of fds: say so at error level, naming the limit. */
+static void uct_cuda_ipc_fd_log_exhausted(const uct_cuda_ipc_key_t *key,
+                                          int remote_fd, const char *path, int err)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        rl.rlim_cur = RLIM_INFINITY;
+    }
+    ucs_error("cuda_ipc: cannot take fd %d of pid %u (%s): %s (RLIMIT_NOFILE "
+              "soft limit %llu)", remote_fd, key->pid, path, strerror(err),
+              (unsigned long long)rl.rlim_cur);
+}
+
 int uct_cuda_ipc_fd_fetch(const uct_cuda_ipc_key_t *key, int remote_fd,
                           uct_cuda_ipc_fd_transfer_t mode)
 {
-    int same_ns = (key->pid_ns == ucs_sys_get_pid_ns());
-    int fd      = -1;
+    int same_ns   = (key->pid_ns == ucs_sys_get_pid_ns());
+    int fd        = -ENOENT;
+    int exhausted = 0;
 
     if ((mode != UCT_CUDA_IPC_FD_TRANSFER_SOCKET) && same_ns) {
         fd = uct_cuda_ipc_fd_fetch_pidfd(key->pid, remote_fd);
@@ -266,13 +300,23 @@ int uct_cuda_ipc_fd_fetch(const uct_cuda_ipc_key_t *key, int remote_fd,
                       key->pid);
             return fd;
         }
+        if (uct_cuda_ipc_fd_is_exhausted(-fd)) {
+            uct_cuda_ipc_fd_log_exhausted(key, remote_fd, "pidfd_getfd", -fd);
+            exhausted = -fd;
+        }
     }
     if (mode != UCT_CUDA_IPC_FD_TRANSFER_PIDFD) {
         fd = uct_cuda_ipc_fd_fetch_socket(key->pid_ns, key->pid, remote_fd);
         if (fd >= 0) {
             ucs_debug("cuda_ipc: fd %d of pid %u received over its socket",
                       remote_fd, key->pid);
+            return fd;
+        }
+        if (uct_cuda_ipc_fd_is_exhausted(-fd) && !exhausted) {
+            uct_cuda_ipc_fd_log_exhausted(key, remote_fd, "socket", -fd);
         }
     }
-    return fd;
+    /* The caller tells "no fd to spare" from "not reachable" by errno. */
+    errno = exhausted ? exhausted : -fd;
+    return -1;
 }

@@ -4,6 +4,7 @@
 
 #include "cuda_ipc.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +63,34 @@ ucs_status_t uct_cuda_ipc_cache_init(uct_cuda_ipc_cache_t *cache,
     return ucs_hmap_init(&cache->map, uct_cuda_ipc_map_equal, NULL);
 }
 
+/* Why an import step failed, from its errno @a err: out of fds is the
+ * caller's limit and said so (the fetch has logged it); anything else is
+ * "cannot import". */
+static ucs_status_t uct_cuda_ipc_import_status(int err)
+{
+    return uct_cuda_ipc_fd_is_exhausted(err) ? UCS_ERR_EXCEEDS_LIMIT :
+                                               UCS_ERR_UNREACHABLE;
+}
+
+/* A driver import that failed (@a res) while it needed fds of its own can
+ * leave EMFILE in errno (@a err): the same limit as the fetch's. */
+static ucs_status_t uct_cuda_ipc_import_driver_status(const char *what,
+                                                      const uct_cuda_ipc_key_t *key,
+                                                      CUresult res, int err)
+{
+    if (res == CUDA_SUCCESS) {
+        return UCS_OK;
+    }
+    if (uct_cuda_ipc_fd_is_exhausted(err)) {
+        ucs_error("cuda_ipc: %s of pid %u failed (%s): %s (RLIMIT_NOFILE)", what,
+                  key->pid, uct_cuda_cu_name(res), strerror(err));
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    ucs_debug("cuda_ipc: %s of pid %u failed: %s", what, key->pid,
+              uct_cuda_cu_name(res));
+    return UCS_ERR_UNREACHABLE;
+}
+
 static CUmemAccessDesc uct_cuda_ipc_rw_access(CUdevice device)
 {
     CUmemAccessDesc desc;
@@ -115,6 +144,7 @@ static ucs_status_t uct_cuda_ipc_pool_get(uct_cuda_ipc_cache_t *cache,
     uct_cuda_ipc_pool_import_t *p;
     ucs_status_t status;
     CUmemoryPool pool;
+    CUresult res;
     int fd;
 
     p = uct_cuda_ipc_pool_find(cache, key);
@@ -125,15 +155,17 @@ static ucs_status_t uct_cuda_ipc_pool_get(uct_cuda_ipc_cache_t *cache,
 
     fd = uct_cuda_ipc_fd_fetch(key, key->pool_fd, cache->config.fd_transfer);
     if (fd < 0) {
-        return UCS_ERR_UNREACHABLE;
+        return uct_cuda_ipc_import_status(errno);
     }
-    status = UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
-                           cuMemPoolImportFromShareableHandle(
-                                   &pool, (void*)(uintptr_t)fd,
-                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    errno  = 0;
+    res    = cuMemPoolImportFromShareableHandle(&pool, (void*)(uintptr_t)fd,
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                0);
+    status = uct_cuda_ipc_import_driver_status("importing the pool", key, res,
+                                               errno);
     close(fd);
     if (status != UCS_OK) {
-        return UCS_ERR_UNREACHABLE;
+        return status;
     }
     status = UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, cuMemPoolSetAccess(pool, &desc, 1));
     if (status != UCS_OK) {
@@ -172,6 +204,7 @@ static ucs_status_t uct_cuda_ipc_import_vmm(uct_cuda_ipc_cache_t *cache,
     ucs_status_t status = UCS_ERR_UNREACHABLE;
     CUdeviceptr va;
     unsigned i, mapped = 0;
+    CUresult res;
     int fd;
 
     if (UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
@@ -193,12 +226,15 @@ static ucs_status_t uct_cuda_ipc_import_vmm(uct_cuda_ipc_cache_t *cache,
             fd = uct_cuda_ipc_fd_fetch(key, key->chunks[i].fd,
                                        cache->config.fd_transfer);
             if (fd < 0) {
+                status = uct_cuda_ipc_import_status(errno);
                 goto err_unmap;
             }
-            status = UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
-                                   cuMemImportFromShareableHandle(
-                                           &handle, (void*)(uintptr_t)fd,
-                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+            errno  = 0;
+            res    = cuMemImportFromShareableHandle(
+                    &handle, (void*)(uintptr_t)fd,
+                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+            status = uct_cuda_ipc_import_driver_status("importing a VMM chunk",
+                                                       key, res, errno);
             close(fd);
         }
         if (status != UCS_OK) {
@@ -210,6 +246,7 @@ static ucs_status_t uct_cuda_ipc_import_vmm(uct_cuda_ipc_cache_t *cache,
         /* The mapping holds the physical memory; our handle may go. */
         (void)cuMemRelease(handle);
         if (status != UCS_OK) {
+            status = UCS_ERR_UNREACHABLE;
             goto err_unmap;
         }
         ++mapped;
@@ -218,6 +255,7 @@ static ucs_status_t uct_cuda_ipc_import_vmm(uct_cuda_ipc_cache_t *cache,
     status = UCT_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
                            cuMemSetAccess(va, key->length, &desc, 1));
     if (status != UCS_OK) {
+        status = UCS_ERR_UNREACHABLE;
         goto err_unmap;
     }
     *ptr_p = va;
@@ -228,7 +266,7 @@ err_unmap:
         (void)cuMemUnmap(va, key->length); /* accepts holes */
     }
     (void)cuMemAddressFree(va, key->length);
-    return UCS_ERR_UNREACHABLE;
+    return (status == UCS_ERR_EXCEEDS_LIMIT) ? status : UCS_ERR_UNREACHABLE;
 }
 
 static ucs_status_t uct_cuda_ipc_import(uct_cuda_ipc_cache_t *cache,
@@ -261,7 +299,10 @@ static ucs_status_t uct_cuda_ipc_import(uct_cuda_ipc_cache_t *cache,
         status = UCS_ERR_UNREACHABLE;
         break;
     }
-    return (status == UCS_OK) ? UCS_OK : UCS_ERR_UNREACHABLE;
+    if ((status == UCS_OK) || (status == UCS_ERR_EXCEEDS_LIMIT)) {
+        return status;
+    }
+    return UCS_ERR_UNREACHABLE;
 }
 
 static void uct_cuda_ipc_unmap(uct_cuda_ipc_mapping_t *m)

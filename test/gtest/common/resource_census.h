@@ -3,16 +3,22 @@
  * What a process holds, for tests that prove nothing leaks or grows without
  * bound (peer failures, long runs): open fds, memory files among them
  * (shared-memory segments, exported VMM/pool handles), and resident memory.
+ * Also fd_exhaustion, which leaves a process without fds to spare.
  */
 #ifndef UCX_TEST_RESOURCE_CENSUS_H_
 #define UCX_TEST_RESOURCE_CENSUS_H_
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace ucx_test {
 
@@ -62,6 +68,86 @@ struct resource_census {
         memfds = std::max(memfds, o.memfds);
         rss_kb = std::max(rss_kb, o.rss_kb);
     }
+};
+
+/** The highest fd number this process has open (-1: cannot tell). */
+inline int highest_open_fd()
+{
+    int highest = -1;
+    DIR *d      = opendir("/proc/self/fd");
+    if (d == NULL) {
+        return -1;
+    }
+    int own = dirfd(d);
+    while (struct dirent *de = readdir(d)) {
+        if (de->d_name[0] != '.') {
+            int fd = atoi(de->d_name);
+            if (fd != own) {
+                highest = std::max(highest, fd);
+            }
+        }
+    }
+    closedir(d);
+    return highest;
+}
+
+/**
+ * While it lives, this process has every fd number its soft RLIMIT_NOFILE
+ * allows in use but @a spare: the soft limit is lowered to just above the
+ * highest open fd and the free numbers below are filled. Destroyed (or
+ * release()d), it closes its fds and restores the limit. ok() says whether
+ * the exhaustion took hold (the process had no fd to spare at the end).
+ */
+class fd_exhaustion {
+public:
+    explicit fd_exhaustion(unsigned spare = 0)
+    {
+        int filler = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if ((filler < 0) || (getrlimit(RLIMIT_NOFILE, &m_saved) != 0)) {
+            if (filler >= 0) {
+                close(filler);
+            }
+            return;
+        }
+        struct rlimit tight = m_saved;
+        tight.rlim_cur      = highest_open_fd() + 1;
+        if (setrlimit(RLIMIT_NOFILE, &tight) != 0) {
+            close(filler);
+            return;
+        }
+        m_limited = true;
+        m_fds.push_back(filler);
+        for (int fd; (fd = fcntl(filler, F_DUPFD_CLOEXEC, 0)) >= 0;) {
+            m_fds.push_back(fd);
+        }
+        m_ok = (errno == EMFILE) && (m_fds.size() > spare);
+        for (unsigned i = 0; m_ok && (i < spare); ++i) {
+            close(m_fds.back());
+            m_fds.pop_back();
+        }
+    }
+
+    ~fd_exhaustion() { release(); }
+
+    bool ok() const { return m_ok; }
+
+    void release()
+    {
+        for (int fd : m_fds) {
+            close(fd);
+        }
+        m_fds.clear();
+        if (m_limited) {
+            setrlimit(RLIMIT_NOFILE, &m_saved);
+            m_limited = false;
+        }
+    }
+
+private:
+    std::vector<int> m_fds;
+    struct rlimit    m_saved;
+    bool             m_limited = false;
+    bool             m_ok      = false;
 };
 
 } // namespace ucx_test

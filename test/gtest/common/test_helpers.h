@@ -73,6 +73,17 @@ private:
     int                                         m_saved_level;
 };
 
+/** How many times @a what occurs in @a text (e.g. a message in a log). */
+inline size_t count_occurrences(const std::string &text, const std::string &what)
+{
+    size_t n = 0;
+    for (size_t pos = text.find(what); pos != std::string::npos;
+         pos        = text.find(what, pos + 1)) {
+        ++n;
+    }
+    return n;
+}
+
 /**
  * Run this test binary again, in a fresh process that inherits the
  * environment, with only @a test selected (disabled tests allowed), for

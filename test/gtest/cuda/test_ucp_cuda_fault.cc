@@ -6,8 +6,10 @@
  * memory exhausted so that no staging fragment can be allocated. The
  * surviving side's requests end -- with an error, or for exhaustion through
  * a fallback with the right data -- within a bounded time, its error handler
- * runs, and it holds no more fds than before. On the model with
- * CUDASIM_ASYNC=1; the same binary runs on the real driver.
+ * runs, and it holds no more fds than before. Also a receiver with no fd
+ * to spare when it should import the sender's buffer: the message is staged
+ * instead. On the model with CUDASIM_ASYNC=1; the same binary runs on the
+ * real driver.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -15,9 +17,11 @@
 
 #include "cuda/cuda_test.h"
 #include "common/resource_census.h"
+#include "common/test_helpers.h"
 #include "common/two_process.h"
 
 #include <ucp/api/ucp.h>
+#include <ucp/core/ucp_proto_stats.h>
 
 #include <signal.h>
 #include <unistd.h>
@@ -351,4 +355,90 @@ TEST_F(test_ucp_cuda_fault, staging_memory_exhausted_falls_back_or_fails_cleanly
                 120);
         },
         130);
+}
+
+/*
+ * The receiver has every fd its RLIMIT_NOFILE allows in use when the
+ * rendezvous of a VMM and of a pool buffer arrive (POSIX-fd handles: their
+ * import needs an fd); its own buffer cannot be exported, so no put either.
+ * Both messages must arrive intact through staging (data as active
+ * messages: device fragments would need imports too), with one warning in
+ * the process and the cause named, no fd left behind; with fds free again
+ * the next message is a get.
+ */
+TEST_F(test_ucp_cuda_fault, receiver_out_of_fds_while_importing_stages_instead)
+{
+    const std::vector<std::pair<mem_kind, ucp_tag_t>> kinds = {
+            {mem_kind::vmm_posix_fd, 1}, {mem_kind::pool_posix_fd, 2}};
+    auto proto = [](ucp_worker_h worker, ucp_proto_stat_t p) {
+        uint64_t counts[UCP_PROTO_STAT_LAST];
+        ucp_worker_proto_stats(worker, counts);
+        return counts[p];
+    };
+
+    run_pair(
+        [&](oob_channel &oob) { /* receiver */
+            set_env({});
+            ucx_test::config_sandbox sandbox; /* the log file is open before */
+            cuda_test::init_device(0);
+            allocation buf;
+            ASSERT_CU(buf.allocate(mem_kind::pool_no_handle, k_alloc));
+            side s;
+            s.init(oob);
+            uint64_t warm = 0;
+            ASSERT_EQ(UCS_OK, s.wait(s.recv(&warm, sizeof(warm), 0)));
+            ASSERT_TRUE(oob.barrier());
+
+            int fds = ucx_test::resource_census::take().fds;
+            for (const auto &k : kinds) {
+                ucx_test::fd_exhaustion no_fds;
+                ASSERT_TRUE(no_fds.ok());
+                ucs_status_t st = s.wait(s.recv((void*)buf.ptr, k_msg, k.second));
+                no_fds.release();
+                EXPECT_EQ(UCS_OK, st) << cuda_test::kind_name(k.first)
+                                      << " with no fd to spare";
+                EXPECT_TRUE(cuda_test::check_pattern(buf.ptr, k_msg, (unsigned)k.second))
+                        << cuda_test::kind_name(k.first);
+            }
+            EXPECT_EQ(fds, ucx_test::resource_census::take().fds) << "fds left behind";
+            EXPECT_EQ(0u, proto(s.worker, UCP_PROTO_STAT_RNDV_GET));
+            EXPECT_EQ(kinds.size(), proto(s.worker, UCP_PROTO_STAT_RNDV_PIPE_HOST));
+            std::string log = sandbox.log();
+            printf("[ fd limit ] receiver log:\n%s", log.c_str());
+            EXPECT_EQ(1u, ucx_test::count_occurrences(
+                                  log, "are staged through fragments instead"))
+                    << log;
+            EXPECT_LE(1u, ucx_test::count_occurrences(log, "Too many open files"))
+                    << log;
+
+            /* Room again: the same buffer of the sender comes by a get. */
+            ASSERT_TRUE(oob.barrier());
+            ASSERT_EQ(UCS_OK, s.wait(s.recv((void*)buf.ptr, k_msg, 3)));
+            EXPECT_TRUE(cuda_test::check_pattern(buf.ptr, k_msg, 1));
+            EXPECT_EQ(1u, proto(s.worker, UCP_PROTO_STAT_RNDV_GET));
+            ASSERT_TRUE(oob.barrier());
+            s.destroy();
+        },
+        [&](oob_channel &oob) { /* sender */
+            set_env({});
+            cuda_test::init_device(0);
+            std::vector<allocation> bufs(kinds.size());
+            for (size_t i = 0; i < kinds.size(); ++i) {
+                ASSERT_CU(bufs[i].allocate(kinds[i].first, k_alloc));
+                cuda_test::write_pattern(bufs[i].ptr, k_msg, (unsigned)kinds[i].second);
+            }
+            side s;
+            s.init(oob);
+            uint64_t warm = 7;
+            ASSERT_EQ(UCS_OK, s.wait(s.send(&warm, sizeof(warm), 0)));
+            ASSERT_TRUE(oob.barrier());
+            for (size_t i = 0; i < kinds.size(); ++i) {
+                EXPECT_EQ(UCS_OK, s.wait(s.send((void*)bufs[i].ptr, k_msg,
+                                                kinds[i].second)));
+            }
+            ASSERT_TRUE(oob.barrier());
+            EXPECT_EQ(UCS_OK, s.wait(s.send((void*)bufs[0].ptr, k_msg, 3)));
+            ASSERT_TRUE(oob.barrier());
+            s.destroy();
+        });
 }

@@ -42,27 +42,6 @@ ucp_request_param_t no_param()
     return p;
 }
 
-/* The highest fd number this process has open. */
-int highest_open_fd()
-{
-    int highest = -1;
-    DIR *d      = opendir("/proc/self/fd");
-    if (d == NULL) {
-        return -1;
-    }
-    int own = dirfd(d);
-    while (struct dirent *de = readdir(d)) {
-        if (de->d_name[0] != '.') {
-            int fd = atoi(de->d_name);
-            if (fd != own) {
-                highest = std::max(highest, fd);
-            }
-        }
-    }
-    closedir(d);
-    return highest;
-}
-
 } // namespace
 
 class test_ucp_fault_limits : public ::testing::TestWithParam<std::string> {
@@ -210,16 +189,8 @@ TEST_P(test_ucp_fault_limits, fd_limit_reached_while_connecting_is_a_clear_error
             ASSERT_TRUE(ch.recv_blob(remote));
             ASSERT_TRUE(ch.send_blob(e.address()));
 
-            struct rlimit saved, tight;
-            ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &saved));
-            tight          = saved;
-            tight.rlim_cur = highest_open_fd() + 1;
-            ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &tight));
-            std::vector<int> holes; /* lower numbers free: fill them too */
-            for (int fd; (fd = dup(0)) >= 0;) {
-                holes.push_back(fd);
-            }
-            ASSERT_EQ(EMFILE, errno);
+            fd_exhaustion no_fds;
+            ASSERT_TRUE(no_fds.ok());
 
             std::vector<char> buf(len, 'l');
             ucs_status_t status;
@@ -240,10 +211,7 @@ TEST_P(test_ucp_fault_limits, fd_limit_reached_while_connecting_is_a_clear_error
                  * cannot read /proc/self/maps and reports a false error. */
                 status = UCS_ERR_NO_RESOURCE;
             }
-            for (int fd : holes) {
-                close(fd);
-            }
-            ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &saved));
+            no_fds.release();
             std::string log = sandbox.log();
             printf("[ fd limit ] %s: status %s, log:\n%s", tls.c_str(),
                    ucs_status_string(status), log.c_str());

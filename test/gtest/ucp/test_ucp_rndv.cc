@@ -78,19 +78,7 @@ ucs_status_ptr_t post_recv(ucp_worker_h w, void *buf, size_t count, ucp_tag_t ta
 
 ucs_status_t wait_info(ucp_entity &e, ucs_status_ptr_t req, ucp_tag_recv_info_t *info)
 {
-    if (UCS_PTR_IS_ERR(req)) {
-        return UCS_PTR_STATUS(req);
-    }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    ucs_status_t status;
-    while ((status = ucp_request_test(req, info)) == UCS_INPROGRESS) {
-        ucp_worker_progress(e.worker());
-        if (std::chrono::steady_clock::now() > deadline) {
-            return UCS_ERR_TIMED_OUT;
-        }
-    }
-    ucp_request_free(req);
-    return status;
+    return e.wait_recv(req, info);
 }
 
 ucp_ep_h exchange(ucp_entity &e, oob_channel &ch, bool peer_mode = false)

@@ -116,6 +116,29 @@ public:
         return status;
     }
 
+    /** Wait for a receive (NULL or error pass through) at most @a timeout
+     *  seconds (then UCS_ERR_TIMED_OUT, left pending); frees it. Its info,
+     *  which the request keeps when it did not complete inside the call,
+     *  goes to @a info. */
+    ucs_status_t wait_recv(ucs_status_ptr_t req, ucp_tag_recv_info_t *info,
+                           double timeout = 60.0)
+    {
+        if (!UCS_PTR_IS_PTR(req)) {
+            return UCS_PTR_STATUS(req);
+        }
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(timeout);
+        ucs_status_t status;
+        while ((status = ucp_request_test(req, info)) == UCS_INPROGRESS) {
+            ucp_worker_progress(m_worker);
+            if (std::chrono::steady_clock::now() > deadline) {
+                return UCS_ERR_TIMED_OUT;
+            }
+        }
+        ucp_request_free(req);
+        return status;
+    }
+
     void close(ucp_ep_h ep, bool force = false)
     {
         ucp_request_param_t param;

@@ -627,12 +627,7 @@ const char *once_log_var = "UCS_CONFIG_TEST_ONCE_LOG";
 
 size_t count(const std::string &text, const std::string &what)
 {
-    size_t n = 0;
-    for (size_t pos = text.find(what); pos != std::string::npos;
-         pos        = text.find(what, pos + 1)) {
-        ++n;
-    }
-    return n;
+    return ucx_test::count_occurrences(text, what);
 }
 
 } // namespace
