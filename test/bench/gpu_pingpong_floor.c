@@ -20,7 +20,7 @@
 #define _GNU_SOURCE
 #endif
 
-#include <cuda.h>
+#include "gpu_bench_util.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,29 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(_call) \
-    do { \
-        CUresult _r = (_call); \
-        if (_r != CUDA_SUCCESS) { \
-            const char *_s = NULL; \
-            cuGetErrorName(_r, &_s); \
-            fprintf(stderr, "%s failed: %s\n", #_call, _s ? _s : "?"); \
-            exit(2); \
-        } \
-    } while (0)
-
 typedef struct {
     _Atomic int turn;   /* whose turn: 0 or 1; -1 = stop */
     _Atomic int ready;  /* processes set up */
 } shared_t;
-
-static double now_sec(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -25,7 +25,7 @@
 #define _GNU_SOURCE
 #endif
 
-#include <cuda.h>
+#include "gpu_bench_util.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -37,29 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(_call) \
-    do { \
-        CUresult _r = (_call); \
-        if (_r != CUDA_SUCCESS) { \
-            const char *_s = NULL; \
-            cuGetErrorName(_r, &_s); \
-            fprintf(stderr, "%s:%d %s failed: %s\n", __FILE__, __LINE__, #_call, \
-                    _s ? _s : "?"); \
-            exit(2); \
-        } \
-    } while (0)
-
 #define MAX_LIST 16
 #define MAX_SLOTS 256
 #define MIB (1024.0 * 1024.0)
-
-static double now_sec(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int parse_list(const char *arg, long *out)
 {

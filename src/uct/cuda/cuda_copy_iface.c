@@ -267,30 +267,36 @@ static ucs_status_t uct_cuda_copy_iface_flush(uct_iface_h tl_iface, unsigned fla
             ucs_container_of(tl_iface, uct_cuda_copy_iface_t, super.super), comp);
 }
 
+/* Wait for the work of @a q, in its context @a ctx. */
+static void uct_cuda_copy_queue_sync(uct_cuda_queue_t *q, CUcontext ctx)
+{
+    int pushed;
+
+    if (q->outstanding == 0) {
+        return;
+    }
+    pushed = uct_cuda_ctx_push(ctx);
+    (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuStreamSynchronize(q->stream));
+    uct_cuda_ctx_pop(pushed);
+}
+
 static ucs_status_t uct_cuda_copy_iface_fence(uct_iface_h tl_iface, unsigned flags)
 {
     uct_cuda_copy_iface_t *iface = ucs_container_of(tl_iface, uct_cuda_copy_iface_t,
                                                     super.super);
     uint64_t others              = iface->others;
-    int dev, pushed;
+    int dev;
 
     /* One stream is ordered already; with several, later copies must not
-     * overtake earlier ones on another device: wait for those streams. */
+     * overtake earlier ones on another stream: wait for all of them. */
+    if (others == 0) {
+        return UCS_OK;
+    }
     for (; others != 0; others &= others - 1) {
         dev = __builtin_ctzll(others);
-        if (iface->queues[dev]->outstanding != 0) {
-            pushed = uct_cuda_ctx_push(iface->ctxs[dev]);
-            (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
-                                cuStreamSynchronize(iface->queues[dev]->stream));
-            uct_cuda_ctx_pop(pushed);
-        }
+        uct_cuda_copy_queue_sync(iface->queues[dev], iface->ctxs[dev]);
     }
-    if ((iface->others != 0) && (iface->queue.outstanding != 0)) {
-        pushed = uct_cuda_ctx_push(iface->ctx);
-        (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
-                            cuStreamSynchronize(iface->queue.stream));
-        uct_cuda_ctx_pop(pushed);
-    }
+    uct_cuda_copy_queue_sync(&iface->queue, iface->ctx);
     return UCS_OK;
 }
 

@@ -40,6 +40,38 @@ unsigned char pattern(size_t i, unsigned seed)
     return (unsigned char)((i * 131u) ^ (i >> 9) ^ (seed * 17u));
 }
 
+/* Receive tag @a tag into @a capacity bytes of device memory at @a ptr. */
+ucs_status_t recv_device(ucp_peer &peer, CUdeviceptr ptr, size_t capacity,
+                         unsigned tag, ucp_tag_recv_info_t *info,
+                         double timeout = 120.0)
+{
+    ucp_request_param_t param;
+
+    memset(&param, 0, sizeof(param));
+    memset(info, 0, sizeof(*info));
+    return peer.wait(ucp_tag_recv_nbx(peer.m_worker, (void*)(uintptr_t)ptr, capacity,
+                                      tag, (ucp_tag_t)-1, &param),
+                     info, timeout);
+}
+
+/* First of the @a checked bytes copied from the device at @a ptr that is
+ * not the pattern of @a seed (below @a length) or 0xee (the untouched rest);
+ * @a checked when all are right. */
+size_t first_wrong_byte(CUdeviceptr ptr, size_t length, size_t checked, unsigned seed)
+{
+    std::vector<unsigned char> host(checked);
+
+    if (cuMemcpyDtoH(host.data(), ptr, checked) != CUDA_SUCCESS) {
+        return 0;
+    }
+    for (size_t i = 0; i < checked; ++i) {
+        if (host[i] != ((i < length) ? pattern(i, seed) : 0xee)) {
+            return i;
+        }
+    }
+    return checked;
+}
+
 /* (allocation kind, give UCP_OP_ATTR_FIELD_MEMORY_TYPE) */
 typedef std::tuple<mem_kind, bool> param_t;
 
@@ -217,7 +249,6 @@ TEST_F(test_ucp_cuda_tag_64m, device_kind_pairs_arrive_intact)
 {
     cuda_test::cuda_two_processes(
             [](oob_channel &oob) { /* receiver */
-                std::vector<unsigned char> host(k_alloc);
                 ucp_tag_recv_info_t info;
                 ucp_peer peer;
                 unsigned seed = 100;
@@ -231,28 +262,11 @@ TEST_F(test_ucp_cuda_tag_64m, device_kind_pairs_arrive_intact)
                     ASSERT_CU(cuMemsetD8(dev.ptr, 0xee, k_alloc));
                     ASSERT_CU(cuCtxSynchronize());
                     ASSERT_TRUE(oob.barrier()); /* posted before the send */
-                    ucp_request_param_t param;
-                    memset(&param, 0, sizeof(param));
-                    memset(&info, 0, sizeof(info));
-                    ASSERT_EQ(UCS_OK,
-                              peer.wait(ucp_tag_recv_nbx(peer.m_worker,
-                                                         (void*)(uintptr_t)dev.ptr,
-                                                         k_alloc, seed,
-                                                         (ucp_tag_t)-1, &param),
-                                        &info))
+                    ASSERT_EQ(UCS_OK, recv_device(peer, dev.ptr, k_alloc, seed, &info))
                             << cuda_test::kind_name(pr.first) << " -> "
                             << cuda_test::kind_name(pr.second);
                     EXPECT_EQ(k_len, info.length);
-                    ASSERT_CU(cuMemcpyDtoH(host.data(), dev.ptr, k_alloc));
-                    size_t bad = k_alloc;
-                    for (size_t i = 0; i < k_alloc; ++i) {
-                        unsigned char want = (i < k_len) ? pattern(i, seed) : 0xee;
-                        if (host[i] != want) {
-                            bad = i;
-                            break;
-                        }
-                    }
-                    EXPECT_EQ(k_alloc, bad)
+                    EXPECT_EQ(k_alloc, first_wrong_byte(dev.ptr, k_len, k_alloc, seed))
                             << "first wrong byte, " << cuda_test::kind_name(pr.first)
                             << " -> " << cuda_test::kind_name(pr.second);
                     EXPECT_CU(dev.release());
@@ -311,7 +325,6 @@ TEST(test_ucp_cuda_tag_other_gpu, sender_memory_on_a_device_that_is_not_current)
 
     cuda_test::cuda_two_processes(
             [](oob_channel &oob) { /* receiver: device 0 */
-                std::vector<unsigned char> host(alloc);
                 ucp_tag_recv_info_t info;
                 allocation dev;
                 ucp_peer peer;
@@ -325,27 +338,12 @@ TEST(test_ucp_cuda_tag_other_gpu, sender_memory_on_a_device_that_is_not_current)
                         ++seed;
                         ASSERT_CU(cuMemsetD8(dev.ptr, 0xee, alloc));
                         ASSERT_CU(cuCtxSynchronize());
-                        ucp_request_param_t param;
-                        memset(&param, 0, sizeof(param));
-                        memset(&info, 0, sizeof(info));
                         ASSERT_EQ(UCS_OK,
-                                  peer.wait(ucp_tag_recv_nbx(peer.m_worker,
-                                                             (void*)(uintptr_t)dev.ptr,
-                                                             alloc, seed,
-                                                             (ucp_tag_t)-1, &param),
-                                            &info, 60))
+                                  recv_device(peer, dev.ptr, alloc, seed, &info, 60))
                                 << cuda_test::kind_name(k) << " " << size;
                         EXPECT_EQ(size, info.length);
-                        ASSERT_CU(cuMemcpyDtoH(host.data(), dev.ptr, size + 4096));
-                        size_t bad = size + 4096;
-                        for (size_t i = 0; i < size + 4096; ++i) {
-                            unsigned char want = (i < size) ? pattern(i, seed) : 0xee;
-                            if (host[i] != want) {
-                                bad = i;
-                                break;
-                            }
-                        }
-                        EXPECT_EQ(size + 4096, bad)
+                        EXPECT_EQ(size + 4096,
+                                  first_wrong_byte(dev.ptr, size, size + 4096, seed))
                                 << "first wrong byte, " << cuda_test::kind_name(k)
                                 << " on device 1, " << size << " bytes";
                         ASSERT_TRUE(oob.barrier());
