@@ -49,6 +49,9 @@ void ucm_cuda_hook_leave(void)
 #define UCM_CUDA_CALL_ORIG(_sym) \
     __atomic_load_n(&ucm_cuda_orig_##_sym, __ATOMIC_ACQUIRE)
 
+/* Pastes _sym itself rather than going through UCM_CUDA_CALL_ORIG: an
+ * argument passed on to another macro is expanded first, and cuda.h
+ * defines the unversioned names (cuMemAlloc) as their _v2 variants. */
 #define UCM_CUDA_PASS_THROUGH(_sym, ...) \
     if (!ucm_cuda_hook_enter()) { \
         return __atomic_load_n(&ucm_cuda_orig_##_sym, \

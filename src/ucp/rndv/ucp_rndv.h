@@ -324,10 +324,11 @@ ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_ty
                                    const void *serves, uint64_t owner);
 /** Give a fragment back and wake a waiter. */
 void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag);
-/** The fragment @a index of the @a mem_type pool owned by @a owner, or NULL
- *  (device fragments: there is one pool of them per worker). */
-ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, ucs_memory_type_t mem_type,
-                                    uint32_t index, uint64_t owner);
+/** The device fragment @a index owned by @a owner, or NULL (there is one
+ *  device pool per worker; host pools are per GPU and never looked up by
+ *  index). */
+ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, uint32_t index,
+                                    uint64_t owner);
 /** Packed cuda_ipc key of the slab of a CUDA fragment. */
 const void *ucp_rndv_frag_key(const ucp_rndv_frag_t *frag, size_t *len_p);
 /** Host fragment: the NUMA node nearest its GPU (UCS_NUMA_NODE_UNKNOWN when

@@ -311,10 +311,10 @@ void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag)
     ucs_list_add_head(&pool->free, &frag->list);
 }
 
-ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, ucs_memory_type_t mem_type,
-                                    uint32_t index, uint64_t owner)
+ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, uint32_t index,
+                                    uint64_t owner)
 {
-    ucp_rndv_frag_pool_t *pool = worker->rndv->pools[mem_type];
+    ucp_rndv_frag_pool_t *pool = worker->rndv->pools[UCS_MEMORY_TYPE_CUDA];
 
     if ((pool == NULL) || (index >= pool->count) ||
         (pool->by_index[index]->owner != owner)) {

@@ -337,8 +337,7 @@ ucs_status_t ucp_rndv_am_frag_ack(void *arg, void *data, size_t length,
     if (rreq == NULL) {
         return UCS_OK;
     }
-    frag = ucp_rndv_frag_find(worker, UCS_MEMORY_TYPE_CUDA, ack.frag_index,
-                              rreq->id);
+    frag = ucp_rndv_frag_find(worker, ack.frag_index, rreq->id);
     if (frag == NULL) {
         ucs_error("ucp: FRAG_ACK for fragment %u not held by request 0x%llx",
                   ack.frag_index, (unsigned long long)rreq->id);

@@ -184,11 +184,13 @@ uct_cuda_queue_t *uct_cuda_copy_iface_queue(uct_cuda_copy_iface_t *iface,
         return &iface->queue;
     }
     /* The destination's device, unless only the source is restricted to
-     * its own device. */
-    dev     = uct_cuda_copy_mem_device(dst, length, &dst_restricted);
-    src_dev = uct_cuda_copy_mem_device(src, length, &src_restricted);
-    if ((dev < 0) || (src_restricted && !dst_restricted && (src_dev >= 0))) {
-        dev = src_dev;
+     * its own device (a restricted destination decides alone). */
+    dev = uct_cuda_copy_mem_device(dst, length, &dst_restricted);
+    if ((dev < 0) || !dst_restricted) {
+        src_dev = uct_cuda_copy_mem_device(src, length, &src_restricted);
+        if ((dev < 0) || src_restricted) {
+            dev = (src_dev >= 0) ? src_dev : dev;
+        }
     }
     if ((dev < 0) || (dev == iface->home)) {
         return &iface->queue;

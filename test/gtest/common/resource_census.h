@@ -18,9 +18,42 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace ucx_test {
+
+/** An open fd of this process and what /proc/self/fd says it is: a path,
+ *  "socket:[INODE]", "/memfd:NAME (deleted)", ... */
+struct open_fd {
+    int         fd;
+    std::string target;
+};
+
+/** Every fd this process has open (the directory stream's own left out). */
+inline std::vector<open_fd> open_fds()
+{
+    std::vector<open_fd> fds;
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL) {
+        return fds;
+    }
+    int own = dirfd(d);
+    while (struct dirent *de = readdir(d)) {
+        char path[300], target[512];
+        if ((de->d_name[0] == '.') || (atoi(de->d_name) == own)) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n >= 0) {
+            fds.push_back({atoi(de->d_name), std::string(target, (size_t)n)});
+        }
+    }
+    closedir(d);
+    return fds;
+}
 
 struct resource_census {
     int  fds    = 0; /**< open file descriptors */
@@ -31,24 +64,9 @@ struct resource_census {
     static resource_census take()
     {
         resource_census c;
-        DIR *d = opendir("/proc/self/fd");
-        if (d != NULL) {
-            while (struct dirent *de = readdir(d)) {
-                char path[300], target[256];
-                if (de->d_name[0] == '.') {
-                    continue;
-                }
-                snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
-                ssize_t n = readlink(path, target, sizeof(target) - 1);
-                if (n < 0) {
-                    continue;
-                }
-                target[n] = '\0';
-                ++c.fds;
-                c.memfds += (strncmp(target, "/memfd:", 7) == 0);
-            }
-            closedir(d);
-            --c.fds; /* opendir's own */
+        for (const open_fd &f : open_fds()) {
+            ++c.fds;
+            c.memfds += (f.target.compare(0, 7, "/memfd:") == 0);
         }
         FILE *f = fopen("/proc/self/statm", "r");
         long pages_total, pages_rss;
@@ -70,24 +88,26 @@ struct resource_census {
     }
 };
 
+/** Inodes of the sockets this process holds ("socket:[INODE]" fds), to
+ *  match against /proc/net/tcp and friends. */
+inline std::set<std::string> own_socket_inodes()
+{
+    std::set<std::string> inodes;
+    for (const open_fd &f : open_fds()) {
+        if ((f.target.size() > 9) && (f.target.compare(0, 8, "socket:[") == 0)) {
+            inodes.insert(f.target.substr(8, f.target.size() - 9));
+        }
+    }
+    return inodes;
+}
+
 /** The highest fd number this process has open (-1: cannot tell). */
 inline int highest_open_fd()
 {
     int highest = -1;
-    DIR *d      = opendir("/proc/self/fd");
-    if (d == NULL) {
-        return -1;
+    for (const open_fd &f : open_fds()) {
+        highest = std::max(highest, f.fd);
     }
-    int own = dirfd(d);
-    while (struct dirent *de = readdir(d)) {
-        if (de->d_name[0] != '.') {
-            int fd = atoi(de->d_name);
-            if (fd != own) {
-                highest = std::max(highest, fd);
-            }
-        }
-    }
-    closedir(d);
     return highest;
 }
 

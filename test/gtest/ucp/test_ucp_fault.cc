@@ -241,46 +241,20 @@ TEST(test_ucp_security, shared_memory_segments_are_private_to_the_user)
     ASSERT_EQ(UCS_OK, ucp_mem_map(e.context(), &params, &memh));
 
     int segments = 0;
-    DIR *d = opendir("/proc/self/fd");
-    ASSERT_TRUE(d != NULL);
-    while (struct dirent *de = readdir(d)) {
-        char path[300], target[256];
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
-        ssize_t n = readlink(path, target, sizeof(target) - 1);
-        if ((n <= 0) || (strncmp(target, "/memfd:", 7) != 0)) {
+    for (const open_fd &f : open_fds()) {
+        if (f.target.compare(0, 7, "/memfd:") != 0) {
             continue;
         }
         struct stat st;
-        ASSERT_EQ(0, stat(path, &st));
-        EXPECT_EQ(0600u, st.st_mode & 0777) << target;
+        ASSERT_EQ(0, fstat(f.fd, &st));
+        EXPECT_EQ(0600u, st.st_mode & 0777) << f.target;
         ++segments;
     }
-    closedir(d);
     EXPECT_GT(segments, 0) << "the posix md did not create a memory file";
     ucp_mem_unmap(e.context(), memh);
 }
 
 namespace {
-
-/* Inodes of the sockets this process holds. */
-std::set<std::string> own_socket_inodes()
-{
-    std::set<std::string> inodes;
-    DIR *d = opendir("/proc/self/fd");
-    if (d == NULL) {
-        return inodes;
-    }
-    while (struct dirent *de = readdir(d)) {
-        char path[300], target[256];
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
-        ssize_t n = readlink(path, target, sizeof(target) - 1);
-        if ((n > 9) && !strncmp(target, "socket:[", 8)) {
-            inodes.insert(std::string(target + 8, n - 9));
-        }
-    }
-    closedir(d);
-    return inodes;
-}
 
 /* Our TCP/UDP sockets in LISTEN (tcp) or bound (udp) state. */
 int own_listening_sockets()

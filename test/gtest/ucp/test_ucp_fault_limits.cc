@@ -266,21 +266,10 @@ std::vector<std::string> dev_shm_ucx_entries()
 /* Whether one of our open fds is a file under @a prefix. */
 bool fds_under(const char *prefix)
 {
-    bool found = false;
-    DIR *d     = opendir("/proc/self/fd");
-    if (d == NULL) {
-        return false;
-    }
-    while (struct dirent *de = readdir(d)) {
-        char path[300], target[512] = {};
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
-        if ((readlink(path, target, sizeof(target) - 1) > 0) &&
-            (strncmp(target, prefix, strlen(prefix)) == 0)) {
-            found = true;
-        }
-    }
-    closedir(d);
-    return found;
+    std::vector<open_fd> fds = open_fds();
+    return std::any_of(fds.begin(), fds.end(), [prefix](const open_fd &f) {
+        return f.target.compare(0, strlen(prefix), prefix) == 0;
+    });
 }
 
 bool maps_mention(const char *what)

@@ -5,6 +5,7 @@
  * test_uct_tcp_2proc.cc.
  */
 #include "test_uct_tcp.h"
+#include "common/resource_census.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -44,25 +45,7 @@ struct tcp_iface_addr {
  * inodes of /proc/self/fd matched against /proc/net/tcp. */
 std::set<std::string> own_listening_sockets()
 {
-    std::set<std::string> inodes, result;
-    DIR *dir = opendir("/proc/self/fd");
-    struct dirent *d;
-    char link[256];
-
-    if (dir == NULL) {
-        return result;
-    }
-    while ((d = readdir(dir)) != NULL) {
-        std::string path = std::string("/proc/self/fd/") + d->d_name;
-        ssize_t n        = readlink(path.c_str(), link, sizeof(link) - 1);
-        if (n > 0) {
-            link[n] = '\0';
-            if (strncmp(link, "socket:[", 8) == 0) {
-                inodes.insert(std::string(link + 8, strlen(link + 8) - 1));
-            }
-        }
-    }
-    closedir(dir);
+    std::set<std::string> inodes = ucx_test::own_socket_inodes(), result;
 
     std::ifstream f("/proc/net/tcp");
     std::string line;
