@@ -113,10 +113,11 @@ inline int highest_open_fd()
 
 /**
  * While it lives, this process has every fd number its soft RLIMIT_NOFILE
- * allows in use but @a spare: the soft limit is lowered to just above the
- * highest open fd and the free numbers below are filled. Destroyed (or
- * release()d), it closes its fds and restores the limit. ok() says whether
- * the exhaustion took hold (the process had no fd to spare at the end).
+ * allows in use but @a spare: the soft limit is lowered to @a spare above
+ * the highest open fd, the free numbers below it are filled, and @a spare of
+ * them closed again. Destroyed (or release()d), it closes its fds and
+ * restores the limit. ok() says whether the exhaustion took hold (the
+ * process had exactly @a spare fds to open).
  */
 class fd_exhaustion {
 public:
@@ -129,8 +130,14 @@ public:
             }
             return;
         }
+        /* Room for the spares above the highest fd: a process whose fd
+         * numbers have no holes would otherwise have none to give back. */
         struct rlimit tight = m_saved;
-        tight.rlim_cur      = highest_open_fd() + 1;
+        tight.rlim_cur      = highest_open_fd() + 1 + spare;
+        if ((m_saved.rlim_cur != RLIM_INFINITY) && (tight.rlim_cur > m_saved.rlim_cur)) {
+            close(filler);
+            return;
+        }
         if (setrlimit(RLIMIT_NOFILE, &tight) != 0) {
             close(filler);
             return;

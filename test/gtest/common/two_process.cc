@@ -266,6 +266,11 @@ two_process_result run_two_processes_raw(const process_fn_t &parent,
             result.error = "parent threw an exception";
         }
 
+        /* The parent says no more: a child still waiting for it (the
+         * parent failed an assertion mid-protocol) sees the end of the
+         * channel and fails now instead of at the timeout. */
+        shutdown(fds[0], SHUT_WR);
+
         /* Reap the child within the remaining time. */
         for (;;) {
             ret = waitpid(pid, &status, WNOHANG);
