@@ -85,3 +85,14 @@ TEST(two_process, hung_child_is_killed_at_the_timeout)
     EXPECT_NE(std::string::npos, r.error.find("timed out")) << r.error;
     EXPECT_LT(elapsed, 10.0);
 }
+
+TEST(two_process, parent_that_stops_early_releases_a_waiting_child)
+{
+    /* The parent returns without its side of the barrier (as after a failed
+     * assertion): the child's wait must end at once, not at the timeout. */
+    two_process_result r = run_two_processes_raw(
+        [](oob_channel &) {},
+        [](oob_channel &ch) { _exit(ch.barrier() ? 0 : 4); }, 30.0);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(std::string::npos, r.error.find("status 4")) << r.error;
+}
