@@ -101,21 +101,52 @@ inline std::set<std::string> own_socket_inodes()
     return inodes;
 }
 
+/** Names in /dev/shm that could be ours (they contain "ucx"), sorted.
+ *  Only those: other programs on the machine (an MPI run, a browser)
+ *  come and go there while a test runs. */
+inline std::vector<std::string> dev_shm_ucx_entries()
+{
+    std::vector<std::string> names;
+    DIR *d = opendir("/dev/shm");
+    if (d == NULL) {
+        return names;
+    }
+    while (struct dirent *de = readdir(d)) {
+        if (strcasestr(de->d_name, "ucx") != NULL) {
+            names.push_back(de->d_name);
+        }
+    }
+    closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
 /** The highest fd number this process has open (-1: cannot tell). */
 inline int highest_open_fd()
 {
+    std::vector<open_fd> fds = open_fds();
+    struct rlimit limit;
     int highest = -1;
-    for (const open_fd &f : open_fds()) {
+
+    for (const open_fd &f : fds) {
         highest = std::max(highest, f.fd);
+    }
+    /* With every fd in use /proc/self/fd cannot be opened: ask each number
+     * below the limit instead. */
+    if (fds.empty() && (getrlimit(RLIMIT_NOFILE, &limit) == 0)) {
+        int fd = (limit.rlim_cur == RLIM_INFINITY) ? 1 << 20 : (int)limit.rlim_cur;
+        while ((--fd >= 0) && (fcntl(fd, F_GETFD) < 0)) {
+        }
+        highest = fd;
     }
     return highest;
 }
 
 /**
  * While it lives, this process has every fd number its soft RLIMIT_NOFILE
- * allows in use but @a spare: the soft limit is lowered to @a spare above
- * the highest open fd, the free numbers below it are filled, and @a spare of
- * them closed again. Destroyed (or release()d), it closes its fds and
+ * allows in use but @a spare: the soft limit is set to @a spare above the
+ * highest open fd (lowered, or raised within the hard limit), every free
+ * number below it is filled, and @a spare of them closed again. Destroyed (or release()d), it closes its fds and
  * restores the limit. ok() says whether the exhaustion took hold (the
  * process had exactly @a spare fds to open).
  */
@@ -123,31 +154,23 @@ class fd_exhaustion {
 public:
     explicit fd_exhaustion(unsigned spare = 0)
     {
-        int filler = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if ((filler < 0) || (getrlimit(RLIMIT_NOFILE, &m_saved) != 0)) {
-            if (filler >= 0) {
-                close(filler);
-            }
+        if (getrlimit(RLIMIT_NOFILE, &m_saved) != 0) {
             return;
         }
         /* Room for the spares above the highest fd: a process whose fd
-         * numbers have no holes would otherwise have none to give back. */
+         * numbers have no holes would otherwise have none to give back. The
+         * soft limit may rise for that, up to the hard one. */
         struct rlimit tight = m_saved;
         tight.rlim_cur      = highest_open_fd() + 1 + spare;
-        if ((m_saved.rlim_cur != RLIM_INFINITY) && (tight.rlim_cur > m_saved.rlim_cur)) {
-            close(filler);
-            return;
-        }
-        if (setrlimit(RLIMIT_NOFILE, &tight) != 0) {
-            close(filler);
+        if (((m_saved.rlim_max != RLIM_INFINITY) && (tight.rlim_cur > m_saved.rlim_max)) ||
+            (setrlimit(RLIMIT_NOFILE, &tight) != 0)) {
             return;
         }
         m_limited = true;
-        m_fds.push_back(filler);
-        for (int fd; (fd = fcntl(filler, F_DUPFD_CLOEXEC, 0)) >= 0;) {
+        for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) {
             m_fds.push_back(fd);
         }
-        m_ok = (errno == EMFILE) && (m_fds.size() > spare);
+        m_ok = (errno == EMFILE) && (m_fds.size() >= spare);
         for (unsigned i = 0; m_ok && (i < spare); ++i) {
             close(m_fds.back());
             m_fds.pop_back();

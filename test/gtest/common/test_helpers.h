@@ -95,6 +95,16 @@ inline size_t count_occurrences(const std::string &text, const std::string &what
  */
 int run_test_in_fresh_process(const char *test);
 
+/**
+ * From now on, system call @a nr fails with @a error in the calling process
+ * and every child it forks (a seccomp filter; there is no undoing it, so
+ * call it only in a forked child). Tests use it for the kernels and
+ * container profiles that lack or refuse a call (pidfd_open, pidfd_getfd).
+ *
+ * @return whether the filter took hold.
+ */
+bool refuse_syscall(long nr, int error);
+
 } // namespace ucx_test
 
 #endif

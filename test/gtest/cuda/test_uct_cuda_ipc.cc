@@ -9,16 +9,13 @@
  */
 #include "test_uct_cuda_ipc.h"
 #include "common/resource_census.h"
+#include "common/test_helpers.h"
 
 #include <uct/cuda/cuda_ipc.h>
 #include <ucs/sys/sys.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -723,15 +720,7 @@ TEST_F(test_uct_cuda_ipc, pidfd_refused_falls_back_to_socket_and_other_uid_gets_
             key.pid    = (uint32_t)msg[0];
             key.pid_ns = ucs_sys_get_pid_ns();
 
-            /* seccomp: pidfd_getfd answers EPERM in this process. */
-            struct sock_filter filter[] = {
-                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 438 /* pidfd_getfd */, 0, 1),
-                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
-            struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
-            ASSERT_EQ(0, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-            ASSERT_EQ(0, prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+            ASSERT_TRUE(ucx_test::refuse_syscall(438 /* pidfd_getfd */, EPERM));
             EXPECT_EQ(-1, fetch(&key, msg[1], UCT_CUDA_IPC_FD_TRANSFER_PIDFD));
             int fd = fetch(&key, msg[1], UCT_CUDA_IPC_FD_TRANSFER_AUTO);
             EXPECT_GE(fd, 0) << "no fallback to the socket";

@@ -244,25 +244,6 @@ INSTANTIATE_TEST_SUITE_P(tls, test_ucp_fault_limits, ::testing::Values("posix", 
  */
 namespace {
 
-/* Files in /dev/shm that a UCX process could have made (other programs on
- * the machine may add theirs meanwhile). */
-std::vector<std::string> dev_shm_ucx_entries()
-{
-    std::vector<std::string> names;
-    DIR *d = opendir("/dev/shm");
-    if (d == NULL) {
-        return names;
-    }
-    while (struct dirent *de = readdir(d)) {
-        if (strcasestr(de->d_name, "ucx") != NULL) {
-            names.push_back(de->d_name);
-        }
-    }
-    closedir(d);
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
 /* Whether one of our open fds is a file under @a prefix. */
 bool fds_under(const char *prefix)
 {

@@ -4,11 +4,14 @@
  * peers that exit or are killed, blocking waits on the event fd.
  */
 #include "uct_test.h"
+#include "common/resource_census.h"
+#include "common/test_helpers.h"
 
 #include <dirent.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +19,6 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -141,20 +143,6 @@ ucs_status_t record_error(void *arg, uct_ep_h, ucs_status_t status)
     st->status    = status;
     ++st->calls;
     return UCS_OK;
-}
-
-/* Names of the files in /dev/shm (where a segment named by shm_open would be). */
-std::set<std::string> dev_shm_files()
-{
-    std::set<std::string> names;
-    DIR *dir = opendir("/dev/shm");
-    if (dir != NULL) {
-        for (struct dirent *d; (d = readdir(dir)) != NULL;) {
-            names.insert(d->d_name);
-        }
-        closedir(dir);
-    }
-    return names;
 }
 
 /* Whether this process maps or holds a file with inode @a inode. */
@@ -387,7 +375,7 @@ TEST_P(test_uct_posix_2proc, sender_gets_error_not_hang_when_receiver_exits)
 
 TEST_P(test_uct_posix_2proc, killed_peer_fails_ep_and_leaves_no_segment_behind)
 {
-    std::set<std::string> shm_before = dev_shm_files();
+    std::vector<std::string> shm_before = dev_shm_ucx_entries();
     uint64_t fifo_inode = 0, mem_inode = 0;
 
     two_process_result result = run_two_processes_raw(
@@ -410,7 +398,7 @@ TEST_P(test_uct_posix_2proc, killed_peer_fails_ep_and_leaves_no_segment_behind)
                 uct_test_rkey rkey(e.component(), rkey_blob);
                 EXPECT_TRUE(process_holds_inode(fifo_inode));
                 EXPECT_TRUE(process_holds_inode(mem_inode));
-                EXPECT_EQ(shm_before, dev_shm_files());
+                EXPECT_EQ(shm_before, dev_shm_ucx_entries());
                 ASSERT_UCS_OK(uct_ep_flush(ep, 0, NULL));
 
                 ASSERT_EQ(0, kill(pid, SIGKILL));
@@ -433,7 +421,7 @@ TEST_P(test_uct_posix_2proc, killed_peer_fails_ep_and_leaves_no_segment_behind)
              * survivor lets go, no name, mapping or descriptor remains. */
             EXPECT_FALSE(process_holds_inode(fifo_inode));
             EXPECT_FALSE(process_holds_inode(mem_inode));
-            EXPECT_EQ(shm_before, dev_shm_files());
+            EXPECT_EQ(shm_before, dev_shm_ucx_entries());
         },
         [&](oob_channel &ch) {
             uct_test_entity e(resource());
@@ -458,6 +446,64 @@ TEST_P(test_uct_posix_2proc, killed_peer_fails_ep_and_leaves_no_segment_behind)
 
     EXPECT_NE(std::string::npos, result.error.find("signal 9")) << result.error;
     EXPECT_NE(0u, fifo_inode);
+}
+
+/*
+ * Kernels before 5.3 and some container profiles have no pidfd_open: the
+ * survivor then watches the peer's pid. Its killed child stays a zombie
+ * until it is reaped, which kill(pid, 0) cannot tell from a live process;
+ * the endpoint must fail all the same. The survivor runs in a child of its
+ * own, as the filter that takes pidfd_open away cannot be undone.
+ */
+TEST_P(test_uct_posix_2proc, killed_peer_is_detected_without_pidfd)
+{
+#ifndef SYS_pidfd_open
+#  define SYS_pidfd_open 434
+#endif
+    const uct_resource res = resource();
+
+    run_two_processes([](oob_channel &) {}, [res](oob_channel &) {
+        ASSERT_TRUE(refuse_syscall(SYS_pidfd_open, ENOSYS));
+        two_process_result r = run_two_processes_raw(
+            [res](oob_channel &ch) {
+                err_state state;
+                uct_entity_params params;
+                params.err_handler     = record_error;
+                params.err_handler_arg = &state;
+                uct_test_entity e(res, params);
+                uct_ep_h ep = e.connect_over_oob(ch);
+                pid_t pid;
+                ASSERT_TRUE(ch.recv(&pid, sizeof(pid)));
+                ASSERT_UCS_OK(uct_ep_flush(ep, 0, NULL));
+
+                ASSERT_EQ(0, kill(pid, SIGKILL));
+                ucs_status_t status = UCS_OK;
+                auto start = std::chrono::steady_clock::now();
+                while ((status == UCS_OK) || (status == UCS_ERR_NO_RESOURCE)) {
+                    status = uct_ep_am_short(ep, AM_ID, 0, NULL, 0);
+                    e.progress();
+                    ASSERT_LT(std::chrono::steady_clock::now() - start,
+                              std::chrono::seconds(10)) << "a zombie peer counted as alive";
+                }
+                EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, status);
+                e.progress();
+                EXPECT_EQ(1, state.calls.load());
+                e.destroy_ep(ep);
+            },
+            [res](oob_channel &ch) {
+                uct_test_entity e(res);
+                e.connect_over_oob(ch);
+                pid_t pid = getpid();
+                if (!ch.send(&pid, sizeof(pid))) {
+                    return;
+                }
+                for (;;) {
+                    pause(); /* until SIGKILL */
+                }
+            },
+            20.0);
+        EXPECT_NE(std::string::npos, r.error.find("signal 9")) << r.error;
+    }, 40.0);
 }
 
 TEST_P(test_uct_posix_2proc, event_fd_wakes_receiver_blocked_in_poll)

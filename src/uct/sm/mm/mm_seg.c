@@ -176,8 +176,12 @@ ucs_status_t uct_mm_seg_attach(pid_t pid, int fd, uint64_t inode, size_t length,
         return UCS_ERR_INVALID_ADDR;
     }
 
+    /* pidfd_getfd is the way in where /proc is refused; it cannot help when
+     * the descriptor was fine and we are out of fds, and its own error
+     * would hide that cause. */
     seg_fd = uct_mm_seg_open_proc(pid, fd, inode);
-    if ((seg_fd < 0) && (seg_fd != -EINVAL)) {
+    if ((seg_fd < 0) && (seg_fd != -EINVAL) && (seg_fd != -EMFILE) &&
+        (seg_fd != -ENFILE)) {
         seg_fd = uct_mm_seg_open_pidfd(pid, fd);
     }
     if ((seg_fd == -EMFILE) || (seg_fd == -ENFILE)) {
@@ -236,6 +240,37 @@ void uct_mm_seg_detach(uct_mm_seg_t *seg)
     munmap(seg->address, seg->length);
 }
 
+/* Without a pidfd: kill(0) also succeeds on a process that has exited but
+ * was not reaped yet (a zombie), so /proc has the last word. */
+static int uct_mm_peer_pid_alive(pid_t pid)
+{
+    char path[64], buf[512];
+    const char *close_paren;
+    ssize_t n;
+    int fd;
+
+    if ((kill(pid, 0) != 0) && (errno != EPERM)) {
+        return 0;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 1; /* no /proc to ask: trust kill() */
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 1;
+    }
+    buf[n] = '\0';
+    /* "pid (comm) S ...": comm may hold spaces and parentheses. */
+    close_paren = strrchr(buf, ')');
+    if ((close_paren == NULL) || (close_paren[1] != ' ')) {
+        return 1;
+    }
+    return (close_paren[2] != 'Z') && (close_paren[2] != 'X');
+}
+
 ucs_status_t uct_mm_peer_open(pid_t pid, uct_mm_peer_t *peer)
 {
     if (pid <= 0) {
@@ -253,7 +288,7 @@ ucs_status_t uct_mm_peer_open(pid_t pid, uct_mm_peer_t *peer)
     }
 #endif
     peer->pidfd = -1;
-    return ((kill(pid, 0) == 0) || (errno == EPERM)) ? UCS_OK : UCS_ERR_UNREACHABLE;
+    return uct_mm_peer_pid_alive(pid) ? UCS_OK : UCS_ERR_UNREACHABLE;
 }
 
 void uct_mm_peer_close(uct_mm_peer_t *peer)
@@ -269,7 +304,7 @@ int uct_mm_peer_is_alive(const uct_mm_peer_t *peer)
     struct pollfd pfd;
 
     if (peer->pidfd < 0) {
-        return (kill(peer->pid, 0) == 0) || (errno == EPERM);
+        return uct_mm_peer_pid_alive(peer->pid);
     }
 
     /* A pidfd becomes readable when the process has exited (zombies too). */
