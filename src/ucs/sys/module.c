@@ -40,13 +40,18 @@ static const char *ucs_module_env_dirs(void)
 
 int ucs_module_in_build_tree(void)
 {
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], build_dir[PATH_MAX];
 
     if (ucs_sys_get_object_dir((const void*)ucs_module_load, dir,
                                sizeof(dir)) != UCS_OK) {
         return 0;
     }
-    return !strcmp(dir, UCX_BUILD_DIR "/src/ucs/.libs");
+    /* Both sides resolved: configure records the path it was run from,
+     * which may go through a symbolic link. */
+    if (realpath(UCX_BUILD_DIR "/src/ucs/.libs", build_dir) == NULL) {
+        return 0;
+    }
+    return !strcmp(dir, build_dir);
 }
 
 /* Invoke @a cb for each directory that may hold modules of the framework,
