@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -54,6 +56,22 @@ inline int node_of_page(const void *address)
         return -1;
     }
     return node;
+}
+
+/** Why the kernel will not say which node a page is on ("" if it will):
+ *  container seccomp profiles refuse get_mempolicy without CAP_SYS_NICE,
+ *  and kernels without NUMA support refuse it always. */
+inline std::string node_query_refusal()
+{
+    static const int probe = 0;
+    int node               = -1;
+
+    if (syscall(SYS_get_mempolicy, &node, NULL, 0UL, &probe,
+                MPOL_F_NODE | MPOL_F_ADDR) == 0) {
+        return "";
+    }
+    return std::string("get_mempolicy refused (") + strerror(errno) +
+           "): the node of a page cannot be checked here";
 }
 
 /** Numbers of a sysfs list such as "0-3,8,10-11". */

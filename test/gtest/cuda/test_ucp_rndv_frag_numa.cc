@@ -62,7 +62,7 @@ void device_free(CUdeviceptr ptr, int device)
  * host fragment -> device -> host intact; the driver knows it as host
  * memory (registered: an unregistered page is unknown to it) and ucp
  * says it is pinned; its pages are on a node that exists. Returns that
- * node (-1 on failure).
+ * node (-1 on failure, or when the kernel will not say).
  */
 int check_fragment(ucp_rndv_frag_t *frag, CUdeviceptr dev, unsigned seed)
 {
@@ -84,6 +84,9 @@ int check_fragment(ucp_rndv_frag_t *frag, CUdeviceptr dev, unsigned seed)
     EXPECT_EQ((unsigned)CU_MEMORYTYPE_HOST, memtype) << "registered with the driver";
     EXPECT_TRUE(ucp_rndv_frag_pinned(frag));
 
+    if (!numa_test::node_query_refusal().empty()) {
+        return -1;
+    }
     first = numa_test::node_of_page(frag->address);
     last  = numa_test::node_of_page((char*)frag->address + frag->size - 1);
     EXPECT_TRUE(numa_test::node_exists(first)) << "node " << first;
@@ -98,7 +101,19 @@ protected:
         if (cuda_test::device_count() < 1) {
             GTEST_SKIP() << "no CUDA device";
         }
+        m_refusal = numa_test::node_query_refusal();
     }
+
+    /* Where the kernel will not tell a page's node, everything else is
+     * checked and the test then says what it could not check. */
+    void skip_if_nodes_unknown()
+    {
+        if (!m_refusal.empty()) {
+            GTEST_SKIP() << "fragments checked; " << m_refusal;
+        }
+    }
+
+    std::string m_refusal;
 };
 
 /*
@@ -134,15 +149,16 @@ TEST_F(test_ucp_rndv_frag_numa, host_fragment_is_pinned_usable_and_on_the_gpus_n
         ASSERT_NE(nullptr, frag);
         node     = ucp_rndv_frag_numa_node(frag, &placed);
         resident = check_fragment(frag, d, 1);
+        bool known = numa_test::node_query_refusal().empty();
         if (placed != UCS_NUMA_NODE_UNKNOWN) {
             EXPECT_EQ(node, placed);
-            EXPECT_EQ(placed, resident) << "the kernel ignored the placement";
+            EXPECT_TRUE(!known || (placed == resident)) << "the kernel ignored the placement";
         }
         if (expected >= 0) {
 #ifdef HAVE_HWLOC
             EXPECT_EQ(expected, node) << "GPU " << bus_id << ": hwloc vs sysfs";
             EXPECT_EQ(expected, placed) << "GPU " << bus_id;
-            EXPECT_EQ(expected, resident) << "GPU " << bus_id;
+            EXPECT_TRUE(!known || (expected == resident)) << "GPU " << bus_id;
 #endif
         }
         printf("GPU0 %s: sysfs node %d, fragment node %d, placed %d, resident %d\n",
@@ -151,6 +167,7 @@ TEST_F(test_ucp_rndv_frag_numa, host_fragment_is_pinned_usable_and_on_the_gpus_n
         EXPECT_EQ(0u, ucp_rndv_frag_in_use(w.m_worker));
         device_free(d, 0);
     });
+    skip_if_nodes_unknown();
 }
 
 /*
@@ -214,9 +231,11 @@ TEST_F(test_ucp_rndv_frag_numa, host_fragments_follow_each_gpus_node_in_two_node
         check_fragment(fh, d0, 4);
         if (numa_test::node_exists(1)) {
             EXPECT_EQ(1, placed0);
-            EXPECT_EQ(1, r0);
             EXPECT_EQ(0, placed1);
-            EXPECT_EQ(0, r1);
+            if (numa_test::node_query_refusal().empty()) {
+                EXPECT_EQ(1, r0);
+                EXPECT_EQ(0, r1);
+            }
         } else {
             /* This machine has no node 1: the placement is refused, the
              * memory still works (checked above). */
@@ -230,6 +249,7 @@ TEST_F(test_ucp_rndv_frag_numa, host_fragments_follow_each_gpus_node_in_two_node
         device_free(d0, 0);
         device_free(d1, 1);
     });
+    skip_if_nodes_unknown();
 }
 
 } // namespace

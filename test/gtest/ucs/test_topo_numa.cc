@@ -44,6 +44,16 @@ protected:
         numa_test::use_topology(numa_test::two_node_xml().c_str());
     }
 
+    /* The checks of this machine's own topology expect it to have no
+     * device at the model GPU's bus id; a host that has one cannot say. */
+    void skip_if_machine_has_model_bus_id()
+    {
+        if (access("/sys/bus/pci/devices/0000:10:00.0", F_OK) == 0) {
+            GTEST_SKIP() << "this machine has a PCI device at 0000:10:00.0, "
+                            "the model GPU's bus id";
+        }
+    }
+
     static void expect_usable(void *p, size_t length)
     {
         const unsigned char *c = (const unsigned char*)p;
@@ -97,7 +107,7 @@ TEST_F(test_topo_numa, topology_is_reloaded_after_cleanup)
 {
     use_two_nodes();
     ASSERT_EQ(1, ucs_topo_numa_node_of_pci("0000:10:00.0"));
-    /* This machine has no such device (the model's bus id). */
+    skip_if_machine_has_model_bus_id();
     numa_test::use_topology(NULL);
     EXPECT_EQ(UCS_NUMA_NODE_UNKNOWN, ucs_topo_numa_node_of_pci("0000:10:00.0"));
 }
@@ -106,6 +116,7 @@ TEST_F(test_topo_numa, topology_is_reloaded_after_cleanup)
  * bus id: an answer, never a crash or a made-up node. */
 TEST_F(test_topo_numa, unreadable_topology_file_falls_back_to_this_machine)
 {
+    skip_if_machine_has_model_bus_id();
     numa_test::use_topology("/nonexistent/topology.xml");
     EXPECT_EQ(UCS_NUMA_NODE_UNKNOWN, ucs_topo_numa_node_of_pci("0000:10:00.0"));
 }
@@ -179,9 +190,15 @@ TEST_F(test_topo_numa, allocation_without_a_node_works)
     ASSERT_EQ(UCS_OK, ucs_topo_numa_alloc(length, UCS_NUMA_NODE_UNKNOWN, &p, &placed));
     EXPECT_EQ(UCS_NUMA_NODE_UNKNOWN, placed);
     expect_usable(p, length);
-    EXPECT_TRUE(numa_test::node_exists(numa_test::node_of_page(p)));
+    std::string refusal = numa_test::node_query_refusal();
+    if (refusal.empty()) {
+        EXPECT_TRUE(numa_test::node_exists(numa_test::node_of_page(p)));
+    }
     ucs_topo_numa_free(p, length);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucs_topo_numa_alloc(0, 0, &p, NULL));
+    if (!refusal.empty()) {
+        GTEST_SKIP() << "allocation checked; " << refusal;
+    }
 }
 
 TEST_F(test_topo_numa, allocation_on_a_missing_node_falls_back)
@@ -191,6 +208,8 @@ TEST_F(test_topo_numa, allocation_on_a_missing_node_falls_back)
     int placed          = 0;
     void *p             = NULL;
 
+    std::string refusal = numa_test::node_query_refusal();
+
     while (numa_test::node_exists(missing)) {
         ++missing;
     }
@@ -198,8 +217,13 @@ TEST_F(test_topo_numa, allocation_on_a_missing_node_falls_back)
         ASSERT_EQ(UCS_OK, ucs_topo_numa_alloc(length, node, &p, &placed)) << node;
         EXPECT_EQ(UCS_NUMA_NODE_UNKNOWN, placed) << node;
         expect_usable(p, length);
-        EXPECT_TRUE(numa_test::node_exists(numa_test::node_of_page(p)));
+        if (refusal.empty()) {
+            EXPECT_TRUE(numa_test::node_exists(numa_test::node_of_page(p)));
+        }
         ucs_topo_numa_free(p, length);
+    }
+    if (!refusal.empty()) {
+        GTEST_SKIP() << "fallback allocations checked; " << refusal;
     }
 }
 
