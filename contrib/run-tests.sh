@@ -13,6 +13,13 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 logdir="$build/test-logs"
 mkdir -p "$logdir"
 
+# The same conditions wherever this runs: tests that kill or abort
+# children on purpose leave no core files in the checkout, and none reads
+# the caller's terminal (a closed stdin would hand fd 0 to the first file
+# a test opens).
+ulimit -c 0
+exec </dev/null
+
 passed=0
 failed=0
 skipped=0

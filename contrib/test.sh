@@ -13,6 +13,11 @@ jobs=$(nproc)
 "$src/contrib/setup.sh" || exit 1
 (cd "$src" && ./autogen.sh >/dev/null 2>&1) || { echo "autogen.sh failed"; exit 1; }
 
+# As contrib/run-tests.sh, for the hardening steps too: no core files from
+# the children tests kill on purpose, no test reading a terminal.
+ulimit -c 0
+exec </dev/null
+
 total_p=0; total_f=0; total_s=0
 
 build_and_test() {

@@ -3,6 +3,9 @@
 # configuration values fail with a message that names the cause.
 set -euo pipefail
 info="$BUILD_DIR/src/tools/info/ucx_info"
+# Scratch files out of the checkout (which may be read-only, or shared).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
 out=$("$info" -v)
 echo "$out"
@@ -24,18 +27,17 @@ grep -q '^UCX_TLS=' <<<"$cfg"
 UCX_LOG_LEVEL=info "$info" -c | grep -q '^UCX_LOG_LEVEL=info$'
 
 # Bad usage: usage text and non-zero exit.
-if "$info" -Z 2>err.txt; then echo "unknown option accepted"; exit 1; fi
-grep -q Usage err.txt
-if "$info" 2>err.txt; then echo "no option accepted"; exit 1; fi
+if "$info" -Z 2>"$tmp/err.txt"; then echo "unknown option accepted"; exit 1; fi
+grep -q Usage "$tmp/err.txt"
+if "$info" 2>"$tmp/err.txt"; then echo "no option accepted"; exit 1; fi
 
 # Bad value: non-zero exit and an error that names variable and value.
-if UCX_LOG_LEVEL=verbose "$info" -c >out.txt 2>err.txt; then
+if UCX_LOG_LEVEL=verbose "$info" -c >"$tmp/out.txt" 2>"$tmp/err.txt"; then
     echo "bad UCX_LOG_LEVEL accepted"; exit 1
 fi
-cat err.txt
-grep -q 'UCX_LOG_LEVEL' err.txt
-grep -q 'verbose' err.txt
-rm -f err.txt out.txt
+cat "$tmp/err.txt"
+grep -q 'UCX_LOG_LEVEL' "$tmp/err.txt"
+grep -q 'verbose' "$tmp/err.txt"
 
 # -d ends with the GPU section: a reason where there is no driver.
 grep -q '^# GPUs' <<<"$dev"
@@ -46,12 +48,12 @@ UCX_MEM_CUDA_HOOK_MODE=none "$info" -e | grep -q 'UCX_MEM_CUDA_HOOK_MODE: none'
 proto=$("$info" -p -m host -s 8,64K,1M)
 echo "$proto"
 [ "$(grep -cE '^ +[0-9]+ ' <<<"$proto")" -eq 3 ]
-if "$info" -p -m floppy 2>err.txt; then echo "-p: unknown memory type accepted"; exit 1; fi
-grep -q "unknown memory type 'floppy'" err.txt
-if "$info" -p -s 12q 2>err.txt; then echo "-p: bad size accepted"; exit 1; fi
-grep -q "not a size list" err.txt
-if "$info" -s 8 2>err.txt; then echo "-s without -p accepted"; exit 1; fi
-grep -q 'go with -p' err.txt
+if "$info" -p -m floppy 2>"$tmp/err.txt"; then echo "-p: unknown memory type accepted"; exit 1; fi
+grep -q "unknown memory type 'floppy'" "$tmp/err.txt"
+if "$info" -p -s 12q 2>"$tmp/err.txt"; then echo "-p: bad size accepted"; exit 1; fi
+grep -q "not a size list" "$tmp/err.txt"
+if "$info" -s 8 2>"$tmp/err.txt"; then echo "-s without -p accepted"; exit 1; fi
+grep -q 'go with -p' "$tmp/err.txt"
 
 # On the driver model: both GPUs listed with their peer, the hooks seen to
 # work, and -p across memory kinds.
@@ -81,4 +83,4 @@ if [ -e "$cudasim/libcuda.so.1" ] && grep -q 'gpu_info' "$BUILD_DIR/src/tools/in
 else
     echo "SKIP: GPU part of ucx_info: no driver model or no CUDA headers in this build"
 fi
-rm -f err.txt
+rm -f "$tmp/err.txt"

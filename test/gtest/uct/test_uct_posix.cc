@@ -6,6 +6,7 @@
  */
 #include "uct_test.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -285,8 +286,9 @@ TEST_P(test_uct_posix, garbage_addresses_are_unreachable_and_refused)
     }
 
     /* Well-formed addresses naming the wrong things: our pid with a
-     * descriptor that is not the FIFO (stdin, or the right fd with another
-     * inode), and a pid that does not exist. */
+     * descriptor that is not the FIFO (an fd of /dev/null, or the right fd
+     * with another inode), and a pid that does not exist. Not fd 0: a
+     * process started with stdin closed gets its FIFO there. */
     uct_ep_params_t params = {};
     uct_ep_h ep;
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_IFACE_ADDR |
@@ -295,10 +297,12 @@ TEST_P(test_uct_posix, garbage_addresses_are_unreachable_and_refused)
     params.dev_addr   = (const uct_device_addr_t*)dev.data();
 
     std::string wrong = iface;
-    int32_t fd0       = 0;
-    memcpy(&wrong[8], &fd0, sizeof(fd0));
+    int32_t other_fd  = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(other_fd, 0);
+    memcpy(&wrong[8], &other_fd, sizeof(other_fd));
     params.iface_addr = (const uct_iface_addr_t*)wrong.data();
     EXPECT_NE(UCS_OK, uct_ep_create(&params, &ep));
+    close(other_fd);
 
     wrong = iface;
     wrong[16] ^= 1; /* inode */
