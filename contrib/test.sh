@@ -16,7 +16,7 @@ if [ -z "${UCX_TEST_NO_ASLR:-}" ] &&
    [ "$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)" -gt 28 ] &&
    command -v setarch >/dev/null; then
     echo "setup: vm.mmap_rnd_bits > 28: running without address randomisation"
-    UCX_TEST_NO_ASLR=1 exec setarch "$(uname -m)" -R "$0" "$@"
+    UCX_TEST_NO_ASLR=1 exec setarch "$(uname -m)" -R bash "$0" "$@"
 fi
 jobs=$(nproc)
 

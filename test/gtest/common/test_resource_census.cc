@@ -14,19 +14,21 @@ using namespace ucx_test;
 
 namespace {
 
-/** How many fds can be opened before EMFILE (all closed again after). */
+/** How many fds can be opened before EMFILE, at most @a cap (all closed
+ *  again after); -1 if an open failed for another reason. */
 int openable_fds(int cap)
 {
     std::vector<int> fds;
-    int              fd;
+    int              fd, count;
+
     while (((int)fds.size() < cap) && ((fd = open("/dev/null", O_RDONLY)) >= 0)) {
         fds.push_back(fd);
     }
-    int saved_errno = errno;
+    count = ((int)fds.size() == cap) || (errno == EMFILE) ? (int)fds.size() : -1;
     for (int f : fds) {
         close(f);
     }
-    return ((int)fds.size() < cap) && (saved_errno != EMFILE) ? -1 : (int)fds.size();
+    return count;
 }
 
 void expect_exact_spares(const char *what)
