@@ -14,7 +14,20 @@
  *                switch per turn).
  * Run with devices "0,0" (one GPU) and "0,1" (two GPUs) to compare.
  *
+ * What a turn copies (-m), to see which kinds of GPU work pay for the
+ * switch between processes:
+ *   dtod     device -> device on the process's own memory (a get or put);
+ *   dtoh     device -> pinned host (the send half of a host bounce);
+ *   htod     pinned host -> device (the receive half);
+ *   bounce   htod then dtoh on one stream, one wait: what a process does
+ *            in an eager ping-pong through host memory (receive, send);
+ *   pageable the same two copies, synchronous, through malloc'ed memory;
+ *   memset   cuMemsetD8Async on the process's own memory.
+ * -y sets CU_CTX_SCHED_YIELD and -b CU_CTX_SCHED_BLOCKING_SYNC on the
+ * primary contexts (default: the driver's automatic choice).
+ *
  * usage: gpu_pingpong_floor [-n TURNS] [-s BYTES] [-a DEV_A,DEV_B]
+ *                           [-m MODE] [-y | -b]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -43,10 +56,28 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+typedef enum {
+    MODE_DTOD,
+    MODE_DTOH,
+    MODE_HTOD,
+    MODE_BOUNCE,
+    MODE_PAGEABLE,
+    MODE_MEMSET,
+    MODE_LAST
+} turn_mode_t;
+
+static const char *mode_names[] = {"dtod", "dtoh", "htod", "bounce",
+                                   "pageable", "memset"};
+
+static turn_mode_t mode = MODE_DTOD;
+static unsigned ctx_flags;
+
 typedef struct {
     CUcontext   ctx;
     CUstream    stream;
     CUdeviceptr src, dst;
+    void        *pinned;   /* cuMemAllocHost */
+    void        *pageable; /* malloc */
 } side_t;
 
 static void side_init(side_t *s, int dev, size_t size)
@@ -54,18 +85,50 @@ static void side_init(side_t *s, int dev, size_t size)
     CUdevice cudev;
 
     CHECK(cuDeviceGet(&cudev, dev));
+    if (ctx_flags != 0) {
+        CHECK(cuDevicePrimaryCtxSetFlags(cudev, ctx_flags));
+    }
     CHECK(cuDevicePrimaryCtxRetain(&s->ctx, cudev));
     CHECK(cuCtxSetCurrent(s->ctx));
     CHECK(cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING));
     CHECK(cuMemAlloc(&s->src, size));
     CHECK(cuMemAlloc(&s->dst, size));
     CHECK(cuMemsetD8(s->src, 1, size));
+    CHECK(cuMemAllocHost(&s->pinned, size));
+    s->pageable = malloc(size);
+    if (s->pageable == NULL) {
+        fprintf(stderr, "malloc(%zu) failed\n", size);
+        exit(2);
+    }
+    memset(s->pinned, 2, size);
+    memset(s->pageable, 3, size);
 }
 
-/* One turn: the small copy a library would issue, then wait for it. */
+/* One turn: the small copies a library would issue, then wait for them. */
 static void side_turn(side_t *s, size_t size)
 {
-    CHECK(cuMemcpyDtoDAsync(s->dst, s->src, size, s->stream));
+    switch (mode) {
+    case MODE_DTOD:
+        CHECK(cuMemcpyDtoDAsync(s->dst, s->src, size, s->stream));
+        break;
+    case MODE_DTOH:
+        CHECK(cuMemcpyDtoHAsync(s->pinned, s->src, size, s->stream));
+        break;
+    case MODE_HTOD:
+        CHECK(cuMemcpyHtoDAsync(s->dst, s->pinned, size, s->stream));
+        break;
+    case MODE_BOUNCE:
+        CHECK(cuMemcpyHtoDAsync(s->dst, s->pinned, size, s->stream));
+        CHECK(cuMemcpyDtoHAsync(s->pinned, s->src, size, s->stream));
+        break;
+    case MODE_PAGEABLE:
+        CHECK(cuMemcpyHtoD(s->dst, s->pageable, size));
+        CHECK(cuMemcpyDtoH(s->pageable, s->src, size));
+        return;
+    default:
+        CHECK(cuMemsetD8Async(s->dst, 5, size, s->stream));
+        break;
+    }
     CHECK(cuStreamSynchronize(s->stream));
 }
 
@@ -162,7 +225,7 @@ int main(int argc, char **argv)
     pid_t pid;
     int status, p[2];
 
-    while ((opt = getopt(argc, argv, "n:s:a:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:s:a:m:yb")) != -1) {
         switch (opt) {
         case 'n':
             turns = (unsigned)strtoul(optarg, NULL, 0);
@@ -176,8 +239,27 @@ int main(int argc, char **argv)
                 return 1;
             }
             break;
+        case 'm':
+            for (mode = 0; mode < MODE_LAST; ++mode) {
+                if (!strcmp(optarg, mode_names[mode])) {
+                    break;
+                }
+            }
+            if (mode == MODE_LAST) {
+                fprintf(stderr, "unknown mode %s\n", optarg);
+                return 1;
+            }
+            break;
+        case 'y':
+            ctx_flags = CU_CTX_SCHED_YIELD;
+            break;
+        case 'b':
+            ctx_flags = CU_CTX_SCHED_BLOCKING_SYNC;
+            break;
         default:
-            fprintf(stderr, "usage: %s [-n TURNS] [-s BYTES] [-a DEV_A,DEV_B]\n",
+            fprintf(stderr,
+                    "usage: %s [-n TURNS] [-s BYTES] [-a DEV_A,DEV_B] "
+                    "[-m dtod|dtoh|htod|bounce|pageable|memset] [-y|-b]\n",
                     argv[0]);
             return 1;
         }
@@ -207,8 +289,11 @@ int main(int argc, char **argv)
         return 2;
     }
     two = two_process(dev_a, dev_b, size, turns);
-    printf("gpu_pingpong_floor: devices %d,%d, %zu B copies, median of %u turns\n",
-           dev_a, dev_b, size, turns);
+    printf("gpu_pingpong_floor: devices %d,%d, mode %s%s, %zu B, median of %u turns\n",
+           dev_a, dev_b, mode_names[mode],
+           (ctx_flags == CU_CTX_SCHED_YIELD) ? " (sched yield)" :
+           (ctx_flags == CU_CTX_SCHED_BLOCKING_SYNC) ? " (blocking sync)" : "",
+           size, turns);
     printf("  one-process turn (copy + wait, no switch): %8.2f us\n", one * 1e6);
     printf("  two-process turn (half round trip):        %8.2f us\n", two * 1e6);
     return 0;
