@@ -32,4 +32,18 @@ static inline double now_sec(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* One copy through cuMemcpyBatchAsync with the hint that it should overlap
+ * with compute work, i.e. run on a copy engine rather than on the SMs.
+ * Stream-ordered source access, like cuMemcpyAsync. */
+static inline CUresult bench_copy_ce(CUdeviceptr dst, CUdeviceptr src, size_t len,
+                                     CUstream stream)
+{
+    CUmemcpyAttributes attr = {0};
+    size_t idx              = 0;
+
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    attr.flags          = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
+    return cuMemcpyBatchAsync(&dst, &src, &len, 1, &attr, &idx, 1, stream);
+}
+
 #endif

@@ -22,7 +22,10 @@
  *   bounce   htod then dtoh on one stream, one wait: what a process does
  *            in an eager ping-pong through host memory (receive, send);
  *   pageable the same two copies, synchronous, through malloc'ed memory;
- *   memset   cuMemsetD8Async on the process's own memory.
+ *   memset   cuMemsetD8Async on the process's own memory;
+ *   dtod-ce, htod-ce, bounce-ce  the same copies through cuMemcpyBatchAsync
+ *            with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE (a copy engine
+ *            rather than the SMs, where the driver takes the hint).
  * -y sets CU_CTX_SCHED_YIELD and -b CU_CTX_SCHED_BLOCKING_SYNC on the
  * primary contexts (default: the driver's automatic choice).
  *
@@ -63,11 +66,15 @@ typedef enum {
     MODE_BOUNCE,
     MODE_PAGEABLE,
     MODE_MEMSET,
+    MODE_DTOD_CE,
+    MODE_HTOD_CE,
+    MODE_BOUNCE_CE,
     MODE_LAST
 } turn_mode_t;
 
 static const char *mode_names[] = {"dtod", "dtoh", "htod", "bounce",
-                                   "pageable", "memset"};
+                                   "pageable", "memset", "dtod-ce", "htod-ce",
+                                   "bounce-ce"};
 
 static turn_mode_t mode = MODE_DTOD;
 static unsigned ctx_flags;
@@ -125,6 +132,16 @@ static void side_turn(side_t *s, size_t size)
         CHECK(cuMemcpyHtoD(s->dst, s->pageable, size));
         CHECK(cuMemcpyDtoH(s->pageable, s->src, size));
         return;
+    case MODE_DTOD_CE:
+        CHECK(bench_copy_ce(s->dst, s->src, size, s->stream));
+        break;
+    case MODE_HTOD_CE:
+        CHECK(bench_copy_ce(s->dst, (CUdeviceptr)s->pinned, size, s->stream));
+        break;
+    case MODE_BOUNCE_CE:
+        CHECK(bench_copy_ce(s->dst, (CUdeviceptr)s->pinned, size, s->stream));
+        CHECK(cuMemcpyDtoHAsync(s->pinned, s->src, size, s->stream));
+        break;
     default:
         CHECK(cuMemsetD8Async(s->dst, 5, size, s->stream));
         break;
@@ -259,7 +276,8 @@ int main(int argc, char **argv)
         default:
             fprintf(stderr,
                     "usage: %s [-n TURNS] [-s BYTES] [-a DEV_A,DEV_B] "
-                    "[-m dtod|dtoh|htod|bounce|pageable|memset] [-y|-b]\n",
+                    "[-m dtod|dtoh|htod|bounce|pageable|memset|dtod-ce|htod-ce|bounce-ce] "
+                    "[-y|-b]\n",
                     argv[0]);
             return 1;
         }

@@ -17,9 +17,14 @@
  *           the GPU switches between the two processes' contexts; this
  *           shows how much each slot count / chunk size pays for that.
  *
+ * -c makes every copy (stage, and the raw reference) a one-copy
+ * cuMemcpyBatchAsync with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE: a
+ * copy engine instead of the SMs, which on one GPU the two processes may
+ * share without switching contexts. "issue" always shows both.
+ *
  * usage: gpu_stage_floor issue [-a DEV] [-s MiB,...] [-W N]
  *        gpu_stage_floor stage [-a A,B] [-s CHUNK_MiB,...] [-N SLOTS,...]
- *                              [-t TOTAL_MiB]
+ *                              [-t TOTAL_MiB] [-c]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -40,6 +45,17 @@
 #define MAX_LIST 16
 #define MAX_SLOTS 256
 #define MIB (1024.0 * 1024.0)
+
+static int use_ce;
+
+static void stage_copy(CUdeviceptr dst, CUdeviceptr src, size_t len, CUstream stream)
+{
+    if (use_ce) {
+        CHECK(bench_copy_ce(dst, src, len, stream));
+    } else {
+        CHECK(cuMemcpyDtoDAsync(dst, src, len, stream));
+    }
+}
 
 static int parse_list(const char *arg, long *out)
 {
@@ -104,11 +120,13 @@ static void issue_run(int dev, const long *sizes, int nsizes, int window)
             dsts[i] = dst + i * len;
             lens[i] = len;
         }
-        for (batch = 0; batch < 2; ++batch) {
+        for (batch = 0; batch < 3; ++batch) {
             double issue = 0, total = 0, t0, t1;
 
             for (rep = -3; rep < reps; ++rep) {
                 t0 = now_sec();
+                attr.flags = (batch == 2) ? CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE :
+                                            0;
                 if (batch) {
                     CHECK(cuMemcpyBatchAsync(dsts, srcs, lens, window, &attr,
                                              &attr_idx, 1, stream));
@@ -127,7 +145,7 @@ static void issue_run(int dev, const long *sizes, int nsizes, int window)
                 }
             }
             printf("%6ldMi %-8s %12.2f %12.1f %10.1f\n", sizes[s],
-                   batch ? "batch" : "single", issue / reps / window * 1e6,
+                   (batch == 2) ? "batch-ce" : batch ? "batch" : "single", issue / reps / window * 1e6,
                    total / reps * 1e6, len * (double)window * reps / total / 1e9);
         }
         CHECK(cuMemFree(src));
@@ -164,11 +182,11 @@ static void stage_side(int is_b, CUstream stream, CUevent *ev, CUdeviceptr mem,
             /* Slot memory: [0, slots) chunks of staging, then as much "user"
              * memory; the copy direction stands for the real one. */
             if (is_b) {
-                CHECK(cuMemcpyDtoDAsync(mem + (slots + slot) * chunk, mem + slot * chunk,
-                                        chunk, stream));
+                stage_copy(mem + (slots + slot) * chunk, mem + slot * chunk, chunk,
+                           stream);
             } else {
-                CHECK(cuMemcpyDtoDAsync(mem + slot * chunk, mem + (slots + slot) * chunk,
-                                        chunk, stream));
+                stage_copy(mem + slot * chunk, mem + (slots + slot) * chunk, chunk,
+                           stream);
             }
             CHECK(cuEventRecord(ev[slot], stream));
             ++issued;
@@ -238,7 +256,7 @@ static double raw_copy_gbs(int dev, size_t total)
     CHECK(cuMemAlloc(&b, total));
     for (rep = 0; rep < 6; ++rep) {
         t0 = now_sec();
-        CHECK(cuMemcpyDtoDAsync(b, a, total, stream));
+        stage_copy(b, a, total, stream);
         CHECK(cuStreamSynchronize(stream));
         if (rep > 0) {
             double gbs = total / (now_sec() - t0) / 1e9;
@@ -275,7 +293,9 @@ static void stage_run(int dev_a, int dev_b, const long *chunks, int nchunks,
     while (atomic_load(&sh->setup) < 2) {
         usleep(1000);
     }
-    printf("stage: devices %d,%d, %.0f MiB per run\n", dev_a, dev_b, total / MIB);
+    printf("stage: devices %d,%d, %.0f MiB per run, copies %s\n", dev_a, dev_b,
+           total / MIB, use_ce ? "through a copy engine (batch, overlap hint)" :
+                                 "cuMemcpyDtoDAsync");
     printf("%10s %6s %12s %10s\n", "chunk", "slots", "GB/s", "ms");
     for (c = 0; c < nchunks; ++c) {
         for (s = 0; s < nslots; ++s) {
@@ -321,13 +341,14 @@ int main(int argc, char **argv)
     }
     mode = argv[1];
     optind = 2;
-    while ((opt = getopt(argc, argv, "a:s:W:N:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "a:s:W:N:t:c")) != -1) {
         switch (opt) {
         case 'a': ndevs = parse_list(optarg, devs); break;
         case 's': nsizes = parse_list(optarg, sizes); break;
         case 'N': nslots = parse_list(optarg, slots); break;
         case 'W': window = atoi(optarg); break;
         case 't': total_mib = atol(optarg); break;
+        case 'c': use_ce = 1; break;
         default: return 1;
         }
     }
