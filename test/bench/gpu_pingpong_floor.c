@@ -25,7 +25,12 @@
  *   memset   cuMemsetD8Async on the process's own memory;
  *   dtod-ce, htod-ce, bounce-ce  the same copies through cuMemcpyBatchAsync
  *            with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE (a copy engine
- *            rather than the SMs, where the driver takes the hint).
+ *            rather than the SMs, where the driver takes the hint);
+ *   wv64     one cuStreamWriteValue64 (8 bytes written by the stream's
+ *            memory-operation path, no copy at all);
+ *   memop8   cuStreamBatchMemOp with eight 64-bit writes (64 bytes);
+ *   bounce-wv  dtoh, then one cuStreamWriteValue64: an 8-byte eager
+ *            ping-pong whose receive is a memory operation.
  * -y sets CU_CTX_SCHED_YIELD and -b CU_CTX_SCHED_BLOCKING_SYNC on the
  * primary contexts (default: the driver's automatic choice).
  *
@@ -69,12 +74,15 @@ typedef enum {
     MODE_DTOD_CE,
     MODE_HTOD_CE,
     MODE_BOUNCE_CE,
+    MODE_WV64,
+    MODE_MEMOP8,
+    MODE_BOUNCE_WV,
     MODE_LAST
 } turn_mode_t;
 
 static const char *mode_names[] = {"dtod", "dtoh", "htod", "bounce",
                                    "pageable", "memset", "dtod-ce", "htod-ce",
-                                   "bounce-ce"};
+                                   "bounce-ce", "wv64", "memop8", "bounce-wv"};
 
 static turn_mode_t mode = MODE_DTOD;
 static unsigned ctx_flags;
@@ -140,6 +148,26 @@ static void side_turn(side_t *s, size_t size)
         break;
     case MODE_BOUNCE_CE:
         CHECK(bench_copy_ce(s->dst, (CUdeviceptr)s->pinned, size, s->stream));
+        CHECK(cuMemcpyDtoHAsync(s->pinned, s->src, size, s->stream));
+        break;
+    case MODE_WV64:
+        CHECK(cuStreamWriteValue64(s->stream, s->dst, 0x1122334455667788ull, 0));
+        break;
+    case MODE_MEMOP8: {
+        CUstreamBatchMemOpParams ops[8];
+        int k;
+
+        memset(ops, 0, sizeof(ops));
+        for (k = 0; k < 8; ++k) {
+            ops[k].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+            ops[k].writeValue.address   = s->dst + 8 * k;
+            ops[k].writeValue.value64   = k;
+        }
+        CHECK(cuStreamBatchMemOp(s->stream, 8, ops, 0));
+        break;
+    }
+    case MODE_BOUNCE_WV:
+        CHECK(cuStreamWriteValue64(s->stream, s->dst, 0x1122334455667788ull, 0));
         CHECK(cuMemcpyDtoHAsync(s->pinned, s->src, size, s->stream));
         break;
     default:
@@ -276,7 +304,7 @@ int main(int argc, char **argv)
         default:
             fprintf(stderr,
                     "usage: %s [-n TURNS] [-s BYTES] [-a DEV_A,DEV_B] "
-                    "[-m dtod|dtoh|htod|bounce|pageable|memset|dtod-ce|htod-ce|bounce-ce] "
+                    "[-m dtod|dtoh|htod|bounce|pageable|memset|dtod-ce|htod-ce|bounce-ce|wv64|memop8|bounce-wv] "
                     "[-y|-b]\n",
                     argv[0]);
             return 1;
@@ -284,6 +312,10 @@ int main(int argc, char **argv)
     }
     if (turns < 2) {
         turns = 2;
+    }
+    if ((mode == MODE_WV64 || mode == MODE_MEMOP8 || mode == MODE_BOUNCE_WV) &&
+        (size < 64)) {
+        size = 64; /* room for the writes */
     }
 
     /* The single-process measurement runs in a child, so that the parent
