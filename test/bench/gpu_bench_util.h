@@ -46,4 +46,33 @@ static inline CUresult bench_copy_ce(CUdeviceptr dst, CUdeviceptr src, size_t le
     return cuMemcpyBatchAsync(&dst, &src, &len, 1, &attr, &idx, 1, stream);
 }
 
+/* One contiguous copy expressed as a 2D copy (rows of 64 KiB where the
+ * length allows): 2D copies may take a copy engine where a plain copy of the
+ * same bytes would run on the SMs or inline in the command stream. */
+static inline CUresult bench_copy_2d(CUdeviceptr dst, CUmemorytype dst_type,
+                                     CUdeviceptr src, CUmemorytype src_type,
+                                     size_t len, CUstream stream)
+{
+    CUDA_MEMCPY2D p = {0};
+    size_t row      = ((len >= 65536) && (len % 65536 == 0)) ? 65536 : len;
+
+    p.srcMemoryType = src_type;
+    p.dstMemoryType = dst_type;
+    if (src_type == CU_MEMORYTYPE_HOST) {
+        p.srcHost = (const void*)src;
+    } else {
+        p.srcDevice = src;
+    }
+    if (dst_type == CU_MEMORYTYPE_HOST) {
+        p.dstHost = (void*)dst;
+    } else {
+        p.dstDevice = dst;
+    }
+    p.srcPitch     = row;
+    p.dstPitch     = row;
+    p.WidthInBytes = row;
+    p.Height       = len / row;
+    return cuMemcpy2DAsync(&p, stream);
+}
+
 #endif

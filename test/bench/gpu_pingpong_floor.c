@@ -26,9 +26,10 @@
  *   dtod-ce, htod-ce, bounce-ce  the same copies through cuMemcpyBatchAsync
  *            with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE (a copy engine
  *            rather than the SMs, where the driver takes the hint);
+ *   dtod2d, htod2d  the copy as a cuMemcpy2DAsync;
  *   wv64     one cuStreamWriteValue64 (8 bytes written by the stream's
  *            memory-operation path, no copy at all);
- *   memop8   cuStreamBatchMemOp with eight 64-bit writes (64 bytes);
+ *   memop    cuStreamBatchMemOp with BYTES / 8 64-bit writes;
  *   bounce-wv  dtoh, then one cuStreamWriteValue64: an 8-byte eager
  *            ping-pong whose receive is a memory operation.
  * -y sets CU_CTX_SCHED_YIELD and -b CU_CTX_SCHED_BLOCKING_SYNC on the
@@ -74,15 +75,18 @@ typedef enum {
     MODE_DTOD_CE,
     MODE_HTOD_CE,
     MODE_BOUNCE_CE,
+    MODE_DTOD_2D,
+    MODE_HTOD_2D,
     MODE_WV64,
-    MODE_MEMOP8,
+    MODE_MEMOP,
     MODE_BOUNCE_WV,
     MODE_LAST
 } turn_mode_t;
 
 static const char *mode_names[] = {"dtod", "dtoh", "htod", "bounce",
                                    "pageable", "memset", "dtod-ce", "htod-ce",
-                                   "bounce-ce", "wv64", "memop8", "bounce-wv"};
+                                   "bounce-ce", "dtod2d", "htod2d", "wv64", "memop",
+                                   "bounce-wv"};
 
 static turn_mode_t mode = MODE_DTOD;
 static unsigned ctx_flags;
@@ -153,17 +157,26 @@ static void side_turn(side_t *s, size_t size)
     case MODE_WV64:
         CHECK(cuStreamWriteValue64(s->stream, s->dst, 0x1122334455667788ull, 0));
         break;
-    case MODE_MEMOP8: {
-        CUstreamBatchMemOpParams ops[8];
-        int k;
+    case MODE_DTOD_2D:
+        CHECK(bench_copy_2d(s->dst, CU_MEMORYTYPE_DEVICE, s->src, CU_MEMORYTYPE_DEVICE,
+                            size, s->stream));
+        break;
+    case MODE_HTOD_2D:
+        CHECK(bench_copy_2d(s->dst, CU_MEMORYTYPE_DEVICE, (CUdeviceptr)s->pinned,
+                            CU_MEMORYTYPE_HOST, size, s->stream));
+        break;
+    case MODE_MEMOP: {
+        CUstreamBatchMemOpParams ops[256];
+        unsigned k, n = (unsigned)(size / 8);
 
+        n = (n > 256) ? 256 : (n == 0) ? 1 : n;
         memset(ops, 0, sizeof(ops));
-        for (k = 0; k < 8; ++k) {
+        for (k = 0; k < n; ++k) {
             ops[k].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
             ops[k].writeValue.address   = s->dst + 8 * k;
             ops[k].writeValue.value64   = k;
         }
-        CHECK(cuStreamBatchMemOp(s->stream, 8, ops, 0));
+        CHECK(cuStreamBatchMemOp(s->stream, n, ops, 0));
         break;
     }
     case MODE_BOUNCE_WV:
@@ -304,7 +317,7 @@ int main(int argc, char **argv)
         default:
             fprintf(stderr,
                     "usage: %s [-n TURNS] [-s BYTES] [-a DEV_A,DEV_B] "
-                    "[-m dtod|dtoh|htod|bounce|pageable|memset|dtod-ce|htod-ce|bounce-ce|wv64|memop8|bounce-wv] "
+                    "[-m dtod|dtoh|htod|bounce|pageable|memset|dtod-ce|htod-ce|bounce-ce|dtod2d|htod2d|wv64|memop|bounce-wv] "
                     "[-y|-b]\n",
                     argv[0]);
             return 1;
@@ -313,9 +326,8 @@ int main(int argc, char **argv)
     if (turns < 2) {
         turns = 2;
     }
-    if ((mode == MODE_WV64 || mode == MODE_MEMOP8 || mode == MODE_BOUNCE_WV) &&
-        (size < 64)) {
-        size = 64; /* room for the writes */
+    if ((mode == MODE_WV64 || mode == MODE_BOUNCE_WV) && (size < 8)) {
+        size = 8; /* room for the write */
     }
 
     /* The single-process measurement runs in a child, so that the parent

@@ -20,11 +20,12 @@
  * -c makes every copy (stage, and the raw reference) a one-copy
  * cuMemcpyBatchAsync with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE: a
  * copy engine instead of the SMs, which on one GPU the two processes may
- * share without switching contexts. "issue" always shows both.
+ * share without switching contexts. "issue" always shows both. -d makes
+ * them cuMemcpy2DAsync copies (rows of 64 KiB).
  *
  * usage: gpu_stage_floor issue [-a DEV] [-s MiB,...] [-W N]
  *        gpu_stage_floor stage [-a A,B] [-s CHUNK_MiB,...] [-N SLOTS,...]
- *                              [-t TOTAL_MiB] [-c]
+ *                              [-t TOTAL_MiB] [-c | -d]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -46,11 +47,14 @@
 #define MAX_SLOTS 256
 #define MIB (1024.0 * 1024.0)
 
-static int use_ce;
+static int use_ce, use_2d;
 
 static void stage_copy(CUdeviceptr dst, CUdeviceptr src, size_t len, CUstream stream)
 {
-    if (use_ce) {
+    if (use_2d) {
+        CHECK(bench_copy_2d(dst, CU_MEMORYTYPE_DEVICE, src, CU_MEMORYTYPE_DEVICE, len,
+                            stream));
+    } else if (use_ce) {
         CHECK(bench_copy_ce(dst, src, len, stream));
     } else {
         CHECK(cuMemcpyDtoDAsync(dst, src, len, stream));
@@ -294,8 +298,8 @@ static void stage_run(int dev_a, int dev_b, const long *chunks, int nchunks,
         usleep(1000);
     }
     printf("stage: devices %d,%d, %.0f MiB per run, copies %s\n", dev_a, dev_b,
-           total / MIB, use_ce ? "through a copy engine (batch, overlap hint)" :
-                                 "cuMemcpyDtoDAsync");
+           total / MIB, use_2d ? "cuMemcpy2DAsync" :
+           use_ce ? "through a copy engine (batch, overlap hint)" : "cuMemcpyDtoDAsync");
     printf("%10s %6s %12s %10s\n", "chunk", "slots", "GB/s", "ms");
     for (c = 0; c < nchunks; ++c) {
         for (s = 0; s < nslots; ++s) {
@@ -341,7 +345,7 @@ int main(int argc, char **argv)
     }
     mode = argv[1];
     optind = 2;
-    while ((opt = getopt(argc, argv, "a:s:W:N:t:c")) != -1) {
+    while ((opt = getopt(argc, argv, "a:s:W:N:t:cd")) != -1) {
         switch (opt) {
         case 'a': ndevs = parse_list(optarg, devs); break;
         case 's': nsizes = parse_list(optarg, sizes); break;
@@ -349,6 +353,7 @@ int main(int argc, char **argv)
         case 'W': window = atoi(optarg); break;
         case 't': total_mib = atol(optarg); break;
         case 'c': use_ce = 1; break;
+        case 'd': use_2d = 1; break;
         default: return 1;
         }
     }
