@@ -267,7 +267,93 @@ out:
     return status;
 }
 
+/*
+ * cuStreamBatchMemOp: 32- and 64-bit writes are modelled (waits, flushes and
+ * barriers are not, and fail loudly). As in the driver, each value is taken
+ * at the call and lands in stream order; a 64-bit write becomes two 32-bit
+ * words (little-endian, like the GPU). Everything is checked before
+ * anything is queued, so a refused batch writes nothing.
+ */
+static CUresult sim_batch_memop(CUstream hstream, unsigned count,
+                                const CUstreamBatchMemOpParams *ops, unsigned flags,
+                                int ptsz)
+{
+    CUresult status = sim_enter();
+    CUstream stream;
+    sim_piece_t dp;
+    sim_op_t *op;
+    unsigned i, w, words;
+    size_t size;
+    uint32_t v[2];
+
+    if (status != CUDA_SUCCESS) {
+        return status;
+    }
+    status = sim_stream_resolve(hstream, ptsz, &stream);
+    if (status != CUDA_SUCCESS) {
+        goto out;
+    }
+    if ((count == 0) || (ops == NULL) || (flags != 0)) {
+        status = CUDA_ERROR_INVALID_VALUE;
+        goto out;
+    }
+    for (i = 0; i < count; ++i) {
+        if ((ops[i].operation != CU_STREAM_MEM_OP_WRITE_VALUE_32) &&
+            (ops[i].operation != CU_STREAM_MEM_OP_WRITE_VALUE_64)) {
+            status = (CUresult)sim_unmodelled("cuStreamBatchMemOp with operations "
+                                              "other than writes");
+            goto out;
+        }
+        size = (ops[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_64) ? 8 : 4;
+        if ((ops[i].writeValue.address % size) ||
+            (ops[i].writeValue.flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) ||
+            (sim_piece_get(ops[i].writeValue.address, stream->ctx->device, &dp) !=
+             CUDA_SUCCESS) ||
+            (dp.avail < size)) {
+            status = CUDA_ERROR_INVALID_VALUE;
+            goto out;
+        }
+    }
+    for (i = 0; i < count; ++i) {
+        words = (ops[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_64) ? 2 : 1;
+        if (words == 2) {
+            v[0] = (uint32_t)ops[i].writeValue.value64;
+            v[1] = (uint32_t)(ops[i].writeValue.value64 >> 32);
+        } else {
+            v[0] = ops[i].writeValue.value;
+        }
+        for (w = 0; w < words; ++w) {
+            sim_piece_get(ops[i].writeValue.address + 4 * w, stream->ctx->device, &dp);
+            op = sim_op_new(SIM_OP_MEMSET);
+            if ((op == NULL) || (sim_op_add_seg(op, dp.shadow, NULL, 4) != CUDA_SUCCESS)) {
+                free(op);
+                status = CUDA_ERROR_OUT_OF_MEMORY;
+                goto out;
+            }
+            op->value     = v[w];
+            op->elem_size = 4;
+            sim_stream_submit_locked(stream, op);
+        }
+    }
+out:
+    sim_leave();
+    return status;
+}
+
 /* ---- entry points: one per exported symbol, as in the driver ---- */
+
+CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
+                               CUstreamBatchMemOpParams *paramArray, unsigned int flags)
+{
+    return sim_batch_memop(stream, count, paramArray, flags, 0);
+}
+
+CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
+                                    CUstreamBatchMemOpParams *paramArray,
+                                    unsigned int flags)
+{
+    return sim_batch_memop(stream, count, paramArray, flags, 1);
+}
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {

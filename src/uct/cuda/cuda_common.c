@@ -373,18 +373,3 @@ ucs_status_t uct_cuda_queue_flush(uct_cuda_queue_t *q, uct_completion_t *comp)
     }
     return UCS_INPROGRESS;
 }
-
-ucs_status_t uct_cuda_queue_copy_sync(uct_cuda_queue_t *q, void *dst,
-                                      const void *src, size_t length)
-{
-    ucs_status_t status;
-
-    status = UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
-                           cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst,
-                                         (CUdeviceptr)(uintptr_t)src, length,
-                                         q->stream));
-    if (status != UCS_OK) {
-        return status;
-    }
-    return UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuStreamSynchronize(q->stream));
-}

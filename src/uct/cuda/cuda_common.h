@@ -161,10 +161,6 @@ unsigned uct_cuda_queue_progress(uct_cuda_queue_t *q);
  */
 ucs_status_t uct_cuda_queue_flush(uct_cuda_queue_t *q, uct_completion_t *comp);
 
-/** Synchronous copy on the queue's stream (short/bcopy operations). */
-ucs_status_t uct_cuda_queue_copy_sync(uct_cuda_queue_t *q, void *dst,
-                                      const void *src, size_t length);
-
 END_C_DECLS
 
 #endif

@@ -34,7 +34,11 @@ typedef struct uct_cuda_copy_memh {
 typedef struct uct_cuda_copy_iface_config {
     uct_iface_config_t super;  /**< super.max_bcopy: UCX_CUDA_COPY_MAX_BCOPY */
     size_t             max_short;
+    size_t             htod_memop_max;
 } uct_cuda_copy_iface_config_t;
+
+/** Upper bound of UCX_CUDA_COPY_HTOD_MEMOP_MAX: one write per 4 bytes. */
+#define UCT_CUDA_COPY_MEMOP_LIMIT 512
 
 /** Devices a cuda_copy iface can run copies on (ordinals below it). */
 #define UCT_CUDA_COPY_MAX_DEVICES 64
@@ -53,6 +57,10 @@ typedef struct uct_cuda_copy_iface {
     CUcontext        ctxs[UCT_CUDA_COPY_MAX_DEVICES];
     size_t           max_short;
     size_t           max_bcopy;
+    /* Host-to-device copies up to this size are stream memory writes
+     * (0: never); cleared when the driver refuses them. */
+    size_t           htod_memop_max;
+    uint64_t         memop_copies; /**< copies done that way (tests) */
     void             *bounce;   /**< max_bcopy bytes, pinned when possible */
     int              bounce_pinned;
     uint64_t         id;        /**< unique in the process (addresses) */
@@ -95,6 +103,12 @@ uct_cuda_queue_t *uct_cuda_copy_iface_queue(uct_cuda_copy_iface_t *iface,
  */
 ucs_status_t uct_cuda_copy_iface_flush_queues(uct_cuda_copy_iface_t *iface,
                                               uct_completion_t *comp);
+
+/**
+ * How many host-to-device copies @a iface (a cuda_copy iface) made as stream
+ * memory writes instead of cuMemcpyAsync. For tests.
+ */
+uint64_t uct_cuda_copy_iface_memop_copies(uct_iface_h iface);
 
 ucs_status_t uct_cuda_copy_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p);
 void uct_cuda_copy_ep_destroy(uct_ep_h ep);

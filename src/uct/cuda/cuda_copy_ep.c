@@ -5,6 +5,7 @@
 #include "cuda_copy.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * cuda_copy operations. put copies local buffers to remote_addr, get copies
@@ -16,6 +17,85 @@ static UCS_F_ALWAYS_INLINE uct_cuda_copy_iface_t *
 uct_cuda_copy_ep_iface(uct_ep_h ep)
 {
     return ucs_container_of(ep->iface, uct_cuda_copy_iface_t, super.super);
+}
+
+/*
+ * A small copy from host to device memory as stream memory writes. The
+ * driver runs a host-to-device cuMemcpyAsync below ~32 KiB inside the command
+ * stream on the GPU's compute engine, and when another process has used that
+ * engine since, the GPU switches contexts first: ~140 us on an H200, which
+ * makes every small eager receive into device memory cost that much when two
+ * processes share a GPU. 32/64-bit writes (cuStreamBatchMemOp) need no such
+ * switch: an 8-byte receive costs ~6 us (docs/performance.md, "Which GPU work
+ * pays the switch"). The values are read from host memory at this call, not
+ * in stream order, so only an idle stream qualifies: nothing queued earlier
+ * can still be writing the source. Returns 1 when the writes were queued.
+ */
+static int uct_cuda_copy_ep_htod_memop(uct_cuda_copy_iface_t *iface,
+                                       uct_cuda_queue_t *queue, CUdeviceptr dst,
+                                       const void *src, size_t length)
+{
+    CUstreamBatchMemOpParams ops[UCT_CUDA_COPY_MEMOP_LIMIT / 4];
+    const char *from = src;
+    uct_cuda_mem_desc_t desc;
+    unsigned n = 0;
+    uint64_t v64;
+    uint32_t v32;
+    size_t off;
+    CUresult res;
+
+    if ((length > iface->htod_memop_max) || (length == 0) || ((dst | length) & 3) ||
+        (queue->outstanding != 0) ||
+        (uct_cuda_mem_describe((void*)(uintptr_t)dst, length, &desc) != UCS_OK) ||
+        (desc.mem_type != UCS_MEMORY_TYPE_CUDA) ||
+        (uct_cuda_mem_describe(src, length, &desc) != UCS_OK) ||
+        (desc.mem_type != UCS_MEMORY_TYPE_HOST)) {
+        return 0;
+    }
+
+    for (off = 0; off < length; ++n) {
+        memset(&ops[n], 0, sizeof(ops[n]));
+        ops[n].writeValue.address = dst + off;
+        if ((((dst + off) & 7) == 0) && (length - off >= 8)) {
+            memcpy(&v64, from + off, 8);
+            ops[n].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+            ops[n].writeValue.value64   = v64;
+            off += 8;
+        } else {
+            memcpy(&v32, from + off, 4);
+            ops[n].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+            ops[n].writeValue.value     = v32;
+            off += 4;
+        }
+    }
+
+    res = cuStreamBatchMemOp(queue->stream, n, ops, 0);
+    if (res != CUDA_SUCCESS) {
+        const char *name = NULL;
+
+        cuGetErrorName(res, &name);
+        ucs_debug("cuda_copy: stream memory writes refused (%s); small "
+                  "host-to-device copies use cuMemcpyAsync from now on",
+                  (name != NULL) ? name : "?");
+        iface->htod_memop_max = 0;
+        return 0;
+    }
+    ++iface->memop_copies;
+    return 1;
+}
+
+/* Queue one copy on @a queue (its context current). */
+static ucs_status_t uct_cuda_copy_ep_issue(uct_cuda_copy_iface_t *iface,
+                                           uct_cuda_queue_t *queue, CUdeviceptr dst,
+                                           CUdeviceptr src, size_t length)
+{
+    if (ucs_unlikely(length <= iface->htod_memop_max) &&
+        uct_cuda_copy_ep_htod_memop(iface, queue, dst, (const void*)(uintptr_t)src,
+                                    length)) {
+        return UCS_OK;
+    }
+    return UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
+                         cuMemcpyAsync(dst, src, length, queue->stream));
 }
 
 /* A blocking copy on the stream of the device the memory belongs to. */
@@ -33,7 +113,11 @@ static ucs_status_t uct_cuda_copy_ep_copy_sync(uct_cuda_copy_iface_t *iface,
         return UCS_ERR_IO_ERROR;
     }
     pushed = uct_cuda_ctx_push(ctx);
-    status = uct_cuda_queue_copy_sync(queue, dst, src, length);
+    status = uct_cuda_copy_ep_issue(iface, queue, (CUdeviceptr)(uintptr_t)dst,
+                                    (CUdeviceptr)(uintptr_t)src, length);
+    if (status == UCS_OK) {
+        status = UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuStreamSynchronize(queue->stream));
+    }
     uct_cuda_ctx_pop(pushed);
     return status;
 }
@@ -135,9 +219,8 @@ static ucs_status_t uct_cuda_copy_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
             src   = is_put ? local : remote;
             dst   = is_put ? remote : local;
             if (iov[i].length > 0) {
-                if (UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
-                                  cuMemcpyAsync(dst, src, iov[i].length,
-                                                queue->stream)) != UCS_OK) {
+                if (uct_cuda_copy_ep_issue(iface, queue, dst, src, iov[i].length) !=
+                    UCS_OK) {
                     /* Copies already queued finish before any later flush. */
                     status = UCS_ERR_IO_ERROR;
                     goto out;

@@ -29,6 +29,16 @@ static ucs_config_field_t uct_cuda_copy_iface_config_fields[] = {
      "Largest put/get short of the cuda_copy transport.",
      ucs_offsetof(uct_cuda_copy_iface_config_t, max_short), UCS_CONFIG_TYPE_SIZE, 0},
 
+    {"HTOD_MEMOP_MAX", "64",
+     "Copies from host memory to device memory up to this size (4-byte aligned\n"
+     "address and length) are made as 32/64-bit stream memory writes instead\n"
+     "of cuMemcpyAsync. The driver runs a small host-to-device copy on the\n"
+     "GPU's compute engine, which must first switch contexts when another\n"
+     "process uses the same GPU (~140 us on an H200); the writes do not need\n"
+     "it. Each write costs ~0.7 us: 0 disables, at most 512.",
+     ucs_offsetof(uct_cuda_copy_iface_config_t, htod_memop_max), UCS_CONFIG_TYPE_SIZE,
+     0},
+
     {NULL, NULL, NULL, 0, {NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}, 0}
 };
 
@@ -203,6 +213,11 @@ uct_cuda_queue_t *uct_cuda_copy_iface_queue(uct_cuda_copy_iface_t *iface,
     return iface->queues[dev];
 }
 
+uint64_t uct_cuda_copy_iface_memop_copies(uct_iface_h tl_iface)
+{
+    return ucs_container_of(tl_iface, uct_cuda_copy_iface_t, super.super)->memop_copies;
+}
+
 static unsigned uct_cuda_copy_iface_progress(uct_iface_h tl_iface)
 {
     uct_cuda_copy_iface_t *iface = ucs_container_of(tl_iface, uct_cuda_copy_iface_t,
@@ -369,6 +384,11 @@ static ucs_status_t uct_cuda_copy_iface_open(uct_md_h md, uct_worker_h worker,
                   config->super.max_bcopy);
         return UCS_ERR_INVALID_PARAM;
     }
+    if (config->htod_memop_max > UCT_CUDA_COPY_MEMOP_LIMIT) {
+        ucs_error("cuda_copy: UCX_CUDA_COPY_HTOD_MEMOP_MAX=%zu is above its limit "
+                  "of %d bytes", config->htod_memop_max, UCT_CUDA_COPY_MEMOP_LIMIT);
+        return UCS_ERR_INVALID_PARAM;
+    }
 
     iface = calloc(1, sizeof(*iface));
     if (iface == NULL) {
@@ -403,6 +423,7 @@ static ucs_status_t uct_cuda_copy_iface_open(uct_md_h md, uct_worker_h worker,
 
     iface->max_short = config->max_short;
     iface->max_bcopy = config->super.max_bcopy;
+    iface->htod_memop_max = config->htod_memop_max;
     bounce_size      = (iface->max_bcopy > 0) ? iface->max_bcopy : 1;
     if (cuMemAllocHost(&iface->bounce, bounce_size) == CUDA_SUCCESS) {
         iface->bounce_pinned = 1;

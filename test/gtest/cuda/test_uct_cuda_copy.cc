@@ -205,6 +205,128 @@ TEST_F(test_uct_cuda_copy, short_and_bcopy_copy_both_ways)
     });
 }
 
+namespace {
+
+uint64_t memop_copies(uct_iface_h iface)
+{
+    typedef uint64_t (*fn_t)(uct_iface_h);
+    fn_t fn = (fn_t)module_symbol("uct_cuda_copy_iface_memop_copies");
+
+    if (fn == NULL) {
+        ADD_FAILURE() << "uct_cuda_copy_iface_memop_copies not found";
+        return 0;
+    }
+    return fn(iface);
+}
+
+/* Device bytes [off - 16, off + size + 16) of @a dev equal guard bytes 0xEE
+ * around @a want. */
+bool landed_between_guards(CUdeviceptr dev, size_t off, const std::vector<unsigned char> &want)
+{
+    std::vector<unsigned char> got(want.size() + 32);
+    std::vector<unsigned char> expect(16, 0xEE);
+
+    if (cuMemcpyDtoH(got.data(), dev + off - 16, got.size()) != CUDA_SUCCESS) {
+        return false;
+    }
+    expect.insert(expect.end(), want.begin(), want.end());
+    expect.insert(expect.end(), 16, 0xEE);
+    return got == expect;
+}
+
+} // namespace
+
+/* Small host-to-device copies go out as stream memory writes (no compute
+ * engine, so no context switch on a GPU shared with another process) when
+ * address and length are 4-byte aligned, the length is at most
+ * UCX_CUDA_COPY_HTOD_MEMOP_MAX (64) and the stream is idle; anything else is
+ * an ordinary copy. The bytes around the destination stay untouched. */
+TEST_F(test_uct_cuda_copy, small_host_to_device_copies_are_stream_writes)
+{
+    in_child([] {
+        setenv("CUDASIM_ASYNC", "1", 1);
+        setenv("CUDASIM_ASYNC_DELAY_US", "200", 1);
+        init_device();
+        copy_ctx c;
+        allocation dev;
+        ASSERT_CU(dev.allocate(mem_kind::legacy, 1 << 20));
+        struct {
+            size_t off, size;
+            bool   memop;
+        } cases[] = {{64, 4, true},   {64, 8, true},   {68, 12, true},
+                     {128, 60, true}, {256, 64, true}, {512, 3, false},
+                     {576, 66, false}, {640, 68, false}, {702, 8, false},
+                     {770, 4, false}};
+
+        for (auto &t : cases) {
+            ASSERT_CU(cuMemsetD8(dev.ptr, 0xEE, 4096));
+            std::vector<unsigned char> src = host_pattern(t.size, (unsigned)t.off);
+            uint64_t before = memop_copies(c.e.iface());
+            uct_iov_t iov   = make_iov((CUdeviceptr)src.data(), t.size);
+            EXPECT_UCS_OK(zcopy_wait(c.e, [&](uct_completion_t *comp) {
+                return uct_ep_put_zcopy(c.ep, &iov, 1, dev.ptr + t.off, 0, comp);
+            }));
+            EXPECT_EQ(before + (t.memop ? 1 : 0), memop_copies(c.e.iface()))
+                    << "offset " << t.off << " size " << t.size;
+            EXPECT_TRUE(landed_between_guards(dev.ptr, t.off, src))
+                    << "offset " << t.off << " size " << t.size;
+        }
+
+        /* put_short finishes before it returns, by writes as well. */
+        ASSERT_CU(cuMemsetD8(dev.ptr, 0xEE, 4096));
+        std::vector<unsigned char> s8 = host_pattern(8, 77);
+        uint64_t before = memop_copies(c.e.iface());
+        ASSERT_UCS_OK(uct_ep_put_short(c.ep, s8.data(), 8, dev.ptr + 1024, 0));
+        EXPECT_EQ(before + 1, memop_copies(c.e.iface()));
+        EXPECT_TRUE(landed_between_guards(dev.ptr, 1024, s8));
+
+        /* A stream with a copy still queued: the writes would read their
+         * source before that copy ran, so a plain copy follows it instead. */
+        std::vector<unsigned char> big = host_pattern(512 << 10, 5);
+        std::vector<unsigned char> tail = host_pattern(8, 99);
+        uct_iov_t big_iov  = make_iov((CUdeviceptr)big.data(), big.size());
+        uct_iov_t tail_iov = make_iov((CUdeviceptr)tail.data(), tail.size());
+        ucx_test::uct_test_completion big_c, tail_c;
+        ASSERT_CU(cuMemsetD8(dev.ptr, 0xEE, 1 << 20));
+        before = memop_copies(c.e.iface());
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(c.ep, &big_iov, 1, dev.ptr + 4096, 0,
+                                                   &big_c.comp));
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(c.ep, &tail_iov, 1, dev.ptr + 64, 0,
+                                                   &tail_c.comp));
+        ASSERT_TRUE(wait_comp(c.e, tail_c));
+        ASSERT_TRUE(wait_comp(c.e, big_c));
+        EXPECT_EQ(before, memop_copies(c.e.iface()));
+        EXPECT_TRUE(landed_between_guards(dev.ptr, 64, tail));
+    });
+}
+
+TEST_F(test_uct_cuda_copy, htod_memop_max_zero_disables_and_too_large_is_refused)
+{
+    in_child([] {
+        setenv("UCX_CUDA_COPY_HTOD_MEMOP_MAX", "0", 1);
+        init_device();
+        {
+            copy_ctx c;
+            allocation dev;
+            ASSERT_CU(dev.allocate(mem_kind::legacy, 1 << 16));
+            ASSERT_CU(cuMemsetD8(dev.ptr, 0xEE, 4096));
+            std::vector<unsigned char> s8 = host_pattern(8, 3);
+            ASSERT_UCS_OK(uct_ep_put_short(c.ep, s8.data(), 8, dev.ptr + 64, 0));
+            EXPECT_EQ(0u, memop_copies(c.e.iface()));
+            EXPECT_TRUE(landed_between_guards(dev.ptr, 64, s8));
+        }
+
+        setenv("UCX_CUDA_COPY_HTOD_MEMOP_MAX", "513", 1);
+        std::string why;
+        try {
+            copy_ctx refused;
+        } catch (const ucx_test::uct_test_error &e) {
+            why = e.what();
+        }
+        EXPECT_NE(std::string::npos, why.find("Invalid parameter")) << why;
+    });
+}
+
 /* One process, two GPUs: memory of device 1 that device 0 may not touch
  * (VMM and pool memory are granted to device 1 only), copied by an iface
  * opened while device 0 was current. The copies must run on device 1. */
