@@ -60,6 +60,15 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "every turn (~140 us each on an H200). Applies to UCX_RNDV_SCHEME=auto.",
      offsetof(ucp_config_t, rndv_one_copier), UCS_CONFIG_TYPE_BOOL},
 
+    {"RNDV_SAME_GPU_HOST_MAX", "512K",
+     "When neither buffer of a rendezvous can be exported and both are on the\n"
+     "same GPU, messages from 32K up to this size (at most the host fragment\n"
+     "size) are staged through host memory, which the GPU's copy engines move\n"
+     "without a context switch, instead of device fragments, which both\n"
+     "processes copy on the compute engine (~140 us per switch on an H200).\n"
+     "0 disables. Applies when UCX_RNDV_FRAG_MEM_TYPE(S) are auto.",
+     offsetof(ucp_config_t, rndv_same_gpu_host_max), UCS_CONFIG_TYPE_SIZE},
+
     {"RNDV_FRAG_MEM_TYPE", "auto",
      "Memory of the pipeline's staging fragments: cuda (device memory\n"
      "exported by cuda_ipc) or host (data as active messages). auto: the\n"
@@ -119,6 +128,7 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
     if (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO) {
         rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_types;
     }
+    rndv->frag_type_auto = (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO);
     if (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO) {
         rndv->frag_type = UCP_RNDV_FRAG_TYPE_CUDA;
     }
@@ -143,6 +153,12 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
                   "at least 1 (got %u and %u)", config->rndv_frag_pool,
                   config->rndv_depth);
         return UCS_ERR_INVALID_PARAM;
+    }
+    /* One host fragment carries the whole message: a tail below 32K would
+     * be a small host-to-device copy, which pays the switch again. */
+    rndv->same_gpu_host_max = config->rndv_same_gpu_host_max;
+    if (rndv->same_gpu_host_max > rndv->frag_size[UCS_MEMORY_TYPE_HOST]) {
+        rndv->same_gpu_host_max = rndv->frag_size[UCS_MEMORY_TYPE_HOST];
     }
     rndv->frag_pool_max = config->rndv_frag_pool;
     rndv->depth         = config->rndv_depth;

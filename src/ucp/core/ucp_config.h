@@ -54,6 +54,7 @@ struct ucp_config {
     unsigned                rndv_frag_pool;  /**< UCX_RNDV_FRAG_POOL_SIZE */
     unsigned                rndv_depth;      /**< UCX_RNDV_PIPELINE_DEPTH */
     int                     rndv_one_copier; /**< UCX_RNDV_SAME_GPU_ONE_COPIER */
+    size_t                  rndv_same_gpu_host_max; /**< UCX_RNDV_SAME_GPU_HOST_MAX */
     size_t                  tag_eager_max;   /**< UCX_TAG_EAGER_MAX_SIZE (or INF) */
 };
 
@@ -62,6 +63,10 @@ typedef struct ucp_rndv_config {
     size_t               thresh;        /**< UCS_MEMUNITS_AUTO: per memory type */
     ucp_rndv_scheme_t    scheme;
     ucp_rndv_frag_type_t frag_type;     /**< HOST or CUDA */
+    int                  frag_type_auto; /**< neither variable named a type */
+    size_t               same_gpu_host_max; /**< same GPU, neither buffer
+                                              exportable: host staging up to
+                                              this size (0: never) */
     size_t               frag_size[UCS_MEMORY_TYPE_LAST];
     unsigned             frag_pool_max; /**< fragments per worker and type */
     unsigned             depth;         /**< fragments in flight per message */

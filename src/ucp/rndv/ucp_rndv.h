@@ -46,7 +46,8 @@ typedef struct ucp_rndv_rts {
     uint32_t flags;
     uint32_t mem_type;
     uint32_t key_len;
-    uint32_t reserved;
+    uint32_t gpu;       /* the GPU holding a device buffer: ucp_rndv_gpu_tag(),
+                           0 = host memory or unknown */
 } ucp_rndv_rts_t;       /* + key */
 
 enum {
@@ -116,6 +117,7 @@ typedef struct ucp_rndv_req {
     ucs_memory_type_t  mem_type;
     ucp_proto_stat_t   proto;
     uint32_t           rts_flags;   /* sender: what the RTS said */
+    uint32_t           peer_gpu;    /* receiver: the RTS's gpu tag */
     unsigned           mode;        /* UCP_RNDV_RTR_* once chosen, else 0 */
     uct_mem_h          ipc_memh;    /* our buffer's cuda_ipc registration */
     /* pipeline */
@@ -322,6 +324,11 @@ typedef struct ucp_rndv_frag {
  *  and pinned when cuda_copy is there. */
 ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_type,
                                    const void *serves, uint64_t owner);
+/** The PCI address of the GPU holding @a buffer as a nonzero 32-bit tag
+ *  (domain, bus, slot, function) that another process on the node derives
+ *  the same way, whatever its device numbering; 0 for host memory or when it
+ *  cannot be told. */
+uint32_t ucp_rndv_gpu_tag(ucp_worker_h worker, const void *buffer);
 /** Give a fragment back and wake a waiter. */
 void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag);
 /** The device fragment @a index owned by @a owner, or NULL (there is one

@@ -69,6 +69,20 @@ static ucs_sys_device_t ucp_rndv_frag_sys_dev(ucp_worker_h worker, const void *s
     return attr.sys_dev;
 }
 
+uint32_t ucp_rndv_gpu_tag(ucp_worker_h worker, const void *buffer)
+{
+    ucs_sys_device_t sys_dev = ucp_rndv_frag_sys_dev(worker, buffer);
+    ucs_sys_bus_id_t bus_id;
+
+    if ((sys_dev == UCS_SYS_DEVICE_ID_UNKNOWN) ||
+        (ucs_topo_get_device_bus_id(sys_dev, &bus_id) != UCS_OK)) {
+        return 0;
+    }
+    /* 0000:00:00.0 is a host bridge, never a GPU: 0 stays "unknown". */
+    return ((bus_id.domain & 0xffffu) << 16) | ((uint32_t)bus_id.bus << 8) |
+           ((uint32_t)(bus_id.slot & 0x1f) << 3) | (bus_id.function & 7);
+}
+
 /* The pool of @a mem_type (host: of the GPU @a sys_dev), or NULL. */
 static ucp_rndv_frag_pool_t *ucp_rndv_frag_pool_find(ucp_worker_h worker,
                                                      ucs_memory_type_t mem_type,

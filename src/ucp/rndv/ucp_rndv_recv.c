@@ -55,6 +55,28 @@ static int ucp_rndv_recv_host_to_host(const ucp_rndv_req_t *rreq)
            ((rreq->rts_flags & 0xff) == UCS_MEMORY_TYPE_HOST);
 }
 
+/* Smallest message staged through host memory on one GPU: below it the copy
+ * to the device is one the driver runs on the compute engine anyway. */
+#define UCP_RNDV_SAME_GPU_HOST_MIN (32ul * 1024)
+
+/*
+ * Neither buffer exportable, both on one GPU: device fragments make both
+ * processes copy on the GPU's compute engine, and it switches between them
+ * (~140 us each on an H200); through host memory the copies run on copy
+ * engines, which need no switch (64 KiB: ~34 us instead of ~160 us). Beyond
+ * a host fragment, the slower host path loses (docs/rendezvous.md).
+ */
+static int ucp_rndv_recv_same_gpu_host_stage(const ucp_rndv_req_t *rreq)
+{
+    const ucp_rndv_config_t *cfg = &rreq->worker->context->rndv;
+
+    return cfg->frag_type_auto && (rreq->peer_gpu != 0) &&
+           (rreq->length >= UCP_RNDV_SAME_GPU_HOST_MIN) &&
+           (rreq->length <= cfg->same_gpu_host_max) && (rreq->buffer != NULL) &&
+           (rreq->mem_type != UCS_MEMORY_TYPE_HOST) &&
+           (ucp_rndv_gpu_tag(rreq->worker, rreq->buffer) == rreq->peer_gpu);
+}
+
 static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
 {
     ucp_worker_h worker = rreq->worker;
@@ -69,7 +91,7 @@ static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
     /* Host data never goes through the GPU: staging it in device fragments
      * makes the GPU copy twice what a data message carries once. */
     if ((worker->context->rndv.frag_type == UCP_RNDV_FRAG_TYPE_CUDA) &&
-        !ucp_rndv_recv_host_to_host(rreq) &&
+        !ucp_rndv_recv_host_to_host(rreq) && !ucp_rndv_recv_same_gpu_host_stage(rreq) &&
         (rreq->buffer != NULL) && (ep != NULL) && (ep->rma_ep != NULL) &&
         (rts_flags & UCP_RNDV_RTS_FLAG_CAN_FRAG)) {
         rtr.mode    = UCP_RNDV_RTR_PIPE_CUDA;
@@ -238,6 +260,7 @@ void ucp_rndv_recv_start(ucp_request_t *req, const void *data, size_t len)
     rreq->mem_type   = (req->bounce != NULL) ? UCS_MEMORY_TYPE_HOST : req->mem_type;
     /* Low byte: the sender's memory type; above: the RTS flags. */
     rreq->rts_flags  = (rts.flags << 8) | (rts.mem_type & 0xff);
+    rreq->peer_gpu   = rts.gpu;
     if (((req->dt.datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
         (req->dt.generic == NULL)) {
         rreq->buffer = req->dt.buffer;

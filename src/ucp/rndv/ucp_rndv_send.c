@@ -142,6 +142,11 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
         }
     }
     ucp_rndv_send_key_drop(worker);
+    if ((mem_type != UCS_MEMORY_TYPE_HOST) && (rreq->buffer != NULL) &&
+        !(rts.flags & UCP_RNDV_RTS_FLAG_KEY)) {
+        /* Lets a receiver on the same GPU choose host staging. */
+        rts.gpu = ucp_rndv_gpu_tag(worker, rreq->buffer);
+    }
     if (ucp_rndv_send_can_frag(rreq, ep)) {
         rts.flags |= UCP_RNDV_RTS_FLAG_CAN_FRAG;
     }

@@ -84,6 +84,8 @@ void set_env(const std::vector<std::pair<std::string, std::string>> &extra)
     /* The pair matrix checks the exportability rule; the one-copier rule
      * (which turns half of the same-GPU gets into puts) has its own tests. */
     setenv("UCX_RNDV_SAME_GPU_ONE_COPIER", "n", 1);
+    /* Likewise host staging of non-exportable pairs on one GPU. */
+    setenv("UCX_RNDV_SAME_GPU_HOST_MAX", "0", 1);
     for (const auto &kv : extra) {
         setenv(kv.first.c_str(), kv.second.c_str(), 1);
     }
@@ -91,12 +93,12 @@ void set_env(const std::vector<std::pair<std::string, std::string>> &extra)
 
 /* A buffer of one kind and its host mirror. */
 struct buffer {
-    void init(const kind_t &k)
+    void init(const kind_t &k, int device = 0)
     {
         kind = k;
         host.assign(k_alloc, 0);
         if (!k.host) {
-            ASSERT_CU(dev.allocate(k.kind, k_alloc));
+            ASSERT_CU(dev.allocate(k.kind, k_alloc, device));
         }
     }
 
@@ -169,7 +171,7 @@ void check_received(buffer &b, size_t size, unsigned seed, const std::string &wh
 void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
                const std::vector<std::pair<std::string, std::string>> &env,
                const std::vector<size_t> &sizes, unsigned concurrent = 1,
-               size_t rndv_from = 8 * 1024)
+               size_t rndv_from = 8 * 1024, int sender_dev = 0)
 {
     auto receiver = [&](oob_channel &oob) {
         set_env(env);
@@ -213,12 +215,12 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
     };
     auto sender = [&](oob_channel &oob) {
         set_env(env);
-        cuda_test::init_device(0);
+        cuda_test::init_device(sender_dev);
         peer p;
         p.init(oob);
         std::vector<buffer> bufs(concurrent);
         for (auto &b : bufs) {
-            b.init(skind);
+            b.init(skind, sender_dev);
         }
         unsigned seed = 0;
         for (size_t size : sizes) {
@@ -357,6 +359,40 @@ TEST_F(test_ucp_cuda_rndv_misc, pipeline_pieces_smaller_than_fragments)
 }
 
 const kind_t k_host = {true, mem_kind::legacy};
+
+/* Neither buffer exportable, both on one GPU: from 32K up to a host fragment
+ * the data goes through host memory (copy engines, no context switch). */
+const std::vector<std::pair<std::string, std::string>> k_host_stage_env = {
+        {"UCX_RNDV_SAME_GPU_HOST_MAX", "512K"},
+        {"UCX_RNDV_FRAG_SIZE", "host:512K,cuda:64K"}};
+
+TEST_F(test_ucp_cuda_rndv_misc, same_gpu_non_exportable_pair_stages_through_host)
+{
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_HOST, k_host_stage_env,
+              {32 * 1024, 5 * k_frag + 3, 512 * 1024});
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, same_gpu_host_staging_only_between_32k_and_host_fragment)
+{
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA, k_host_stage_env,
+              {32 * 1024 - 4, 512 * 1024 + 1});
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, same_gpu_host_staging_off_when_fragment_type_is_named)
+{
+    auto env = k_host_stage_env;
+    env.push_back({"UCX_RNDV_FRAG_MEM_TYPE", "cuda"});
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA, env, {64 * 1024});
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, two_gpus_non_exportable_pair_keeps_device_fragments)
+{
+    if (cuda_test::device_count() < 2) {
+        GTEST_SKIP() << "needs two CUDA devices";
+    }
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA, k_host_stage_env,
+              {64 * 1024}, 1, 8 * 1024, 1);
+}
 
 /* Host -> host between peers with cuda_ipc lanes: with the default
  * threshold (host from 256 KiB) and under each scheme, a 1 MiB message
