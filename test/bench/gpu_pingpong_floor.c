@@ -32,6 +32,8 @@
  *   memop    cuStreamBatchMemOp with BYTES / 8 64-bit writes;
  *   bounce-wv  dtoh, then one cuStreamWriteValue64: an 8-byte eager
  *            ping-pong whose receive is a memory operation.
+ * -p allocates the process's device memory from the device's default
+ * stream-ordered pool (cuMemAllocAsync) instead of cuMemAlloc.
  * -y sets CU_CTX_SCHED_YIELD and -b CU_CTX_SCHED_BLOCKING_SYNC on the
  * primary contexts (default: the driver's automatic choice).
  *
@@ -90,6 +92,7 @@ static const char *mode_names[] = {"dtod", "dtoh", "htod", "bounce",
 
 static turn_mode_t mode = MODE_DTOD;
 static unsigned ctx_flags;
+static int use_pool;
 
 typedef struct {
     CUcontext   ctx;
@@ -110,8 +113,14 @@ static void side_init(side_t *s, int dev, size_t size)
     CHECK(cuDevicePrimaryCtxRetain(&s->ctx, cudev));
     CHECK(cuCtxSetCurrent(s->ctx));
     CHECK(cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING));
-    CHECK(cuMemAlloc(&s->src, size));
-    CHECK(cuMemAlloc(&s->dst, size));
+    if (use_pool) {
+        CHECK(cuMemAllocAsync(&s->src, size, s->stream));
+        CHECK(cuMemAllocAsync(&s->dst, size, s->stream));
+        CHECK(cuStreamSynchronize(s->stream));
+    } else {
+        CHECK(cuMemAlloc(&s->src, size));
+        CHECK(cuMemAlloc(&s->dst, size));
+    }
     CHECK(cuMemsetD8(s->src, 1, size));
     CHECK(cuMemAllocHost(&s->pinned, size));
     s->pageable = malloc(size);
@@ -283,7 +292,7 @@ int main(int argc, char **argv)
     pid_t pid;
     int status, p[2];
 
-    while ((opt = getopt(argc, argv, "n:s:a:m:yb")) != -1) {
+    while ((opt = getopt(argc, argv, "n:s:a:m:ybp")) != -1) {
         switch (opt) {
         case 'n':
             turns = (unsigned)strtoul(optarg, NULL, 0);
@@ -314,11 +323,14 @@ int main(int argc, char **argv)
         case 'b':
             ctx_flags = CU_CTX_SCHED_BLOCKING_SYNC;
             break;
+        case 'p':
+            use_pool = 1;
+            break;
         default:
             fprintf(stderr,
                     "usage: %s [-n TURNS] [-s BYTES] [-a DEV_A,DEV_B] "
                     "[-m dtod|dtoh|htod|bounce|pageable|memset|dtod-ce|htod-ce|bounce-ce|dtod2d|htod2d|wv64|memop|bounce-wv] "
-                    "[-y|-b]\n",
+                    "[-y|-b] [-p]\n",
                     argv[0]);
             return 1;
         }
@@ -351,8 +363,8 @@ int main(int argc, char **argv)
         return 2;
     }
     two = two_process(dev_a, dev_b, size, turns);
-    printf("gpu_pingpong_floor: devices %d,%d, mode %s%s, %zu B, median of %u turns\n",
-           dev_a, dev_b, mode_names[mode],
+    printf("gpu_pingpong_floor: devices %d,%d, mode %s%s%s, %zu B, median of %u turns\n",
+           dev_a, dev_b, mode_names[mode], use_pool ? " (pool memory)" : "",
            (ctx_flags == CU_CTX_SCHED_YIELD) ? " (sched yield)" :
            (ctx_flags == CU_CTX_SCHED_BLOCKING_SYNC) ? " (blocking sync)" : "",
            size, turns);

@@ -58,9 +58,11 @@ typedef struct uct_cuda_copy_iface {
     size_t           max_short;
     size_t           max_bcopy;
     /* Host-to-device copies up to this size are stream memory writes
-     * (0: never); cleared when the driver refuses them. */
+     * (0: never). */
     size_t           htod_memop_max;
     uint64_t         memop_copies; /**< copies done that way (tests) */
+    uint32_t         memop_refused; /**< bit k: the driver refused writes to
+                                         memory of ucs_memtype_alloc_kind_t k */
     void             *bounce;   /**< max_bcopy bytes, pinned when possible */
     int              bounce_pinned;
     uint64_t         id;        /**< unique in the process (addresses) */

@@ -38,6 +38,7 @@ static int uct_cuda_copy_ep_htod_memop(uct_cuda_copy_iface_t *iface,
     CUstreamBatchMemOpParams ops[UCT_CUDA_COPY_MEMOP_LIMIT / 4];
     const char *from = src;
     uct_cuda_mem_desc_t desc;
+    ucs_memtype_alloc_kind_t kind;
     unsigned n = 0;
     uint64_t v64;
     uint32_t v32;
@@ -48,7 +49,11 @@ static int uct_cuda_copy_ep_htod_memop(uct_cuda_copy_iface_t *iface,
         (queue->outstanding != 0) ||
         (uct_cuda_mem_describe((void*)(uintptr_t)dst, length, &desc) != UCS_OK) ||
         (desc.mem_type != UCS_MEMORY_TYPE_CUDA) ||
-        (uct_cuda_mem_describe(src, length, &desc) != UCS_OK) ||
+        (iface->memop_refused & UCS_BIT(desc.alloc_kind))) {
+        return 0;
+    }
+    kind = desc.alloc_kind;
+    if ((uct_cuda_mem_describe(src, length, &desc) != UCS_OK) ||
         (desc.mem_type != UCS_MEMORY_TYPE_HOST)) {
         return 0;
     }
@@ -74,10 +79,12 @@ static int uct_cuda_copy_ep_htod_memop(uct_cuda_copy_iface_t *iface,
         const char *name = NULL;
 
         cuGetErrorName(res, &name);
-        ucs_debug("cuda_copy: stream memory writes refused (%s); small "
-                  "host-to-device copies use cuMemcpyAsync from now on",
-                  (name != NULL) ? name : "?");
-        iface->htod_memop_max = 0;
+        /* Learnt once per kind of memory: a refused call costs a round
+         * through the driver on every small copy otherwise. */
+        ucs_debug("cuda_copy: stream memory writes to %s memory refused (%s); "
+                  "small host-to-device copies to it use cuMemcpyAsync",
+                  ucs_memtype_alloc_kind_names[kind], (name != NULL) ? name : "?");
+        iface->memop_refused |= UCS_BIT(kind);
         return 0;
     }
     ++iface->memop_copies;
