@@ -271,8 +271,10 @@ out:
  * cuStreamBatchMemOp: 32- and 64-bit writes are modelled (waits, flushes and
  * barriers are not, and fail loudly). As in the driver, each value is taken
  * at the call and lands in stream order; a 64-bit write becomes two 32-bit
- * words (little-endian, like the GPU). Everything is checked before
- * anything is queued, so a refused batch writes nothing.
+ * words (little-endian, like the GPU). The H200's driver refuses writes to
+ * stream-ordered pool memory with CUDA_ERROR_INVALID_VALUE (measured with
+ * gpu_pingpong_floor -p), and so does the model. Everything is checked
+ * before anything is queued, so a refused batch writes nothing.
  */
 static CUresult sim_batch_memop(CUstream hstream, unsigned count,
                                 const CUstreamBatchMemOpParams *ops, unsigned flags,
@@ -309,7 +311,9 @@ static CUresult sim_batch_memop(CUstream hstream, unsigned count,
             (ops[i].writeValue.flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) ||
             (sim_piece_get(ops[i].writeValue.address, stream->ctx->device, &dp) !=
              CUDA_SUCCESS) ||
-            (dp.avail < size)) {
+            (dp.avail < size) ||
+            ((dp.range != NULL) && ((dp.range->kind == SIM_MEM_POOL) ||
+                                    (dp.range->kind == SIM_MEM_POOL_IMPORT)))) {
             status = CUDA_ERROR_INVALID_VALUE;
             goto out;
         }

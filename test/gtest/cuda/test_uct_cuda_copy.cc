@@ -297,6 +297,24 @@ TEST_F(test_uct_cuda_copy, small_host_to_device_copies_are_stream_writes)
         ASSERT_TRUE(wait_comp(c.e, big_c));
         EXPECT_EQ(before, memop_copies(c.e.iface()));
         EXPECT_TRUE(landed_between_guards(dev.ptr, 64, tail));
+
+        /* The driver refuses writes to stream-ordered pool memory: such a
+         * copy falls back to cuMemcpyAsync (data intact), and ordinary
+         * device memory keeps the writes. */
+        allocation pool;
+        ASSERT_CU(pool.allocate(mem_kind::async_default_pool, 1 << 16));
+        for (int round = 0; round < 2; ++round) {
+            ASSERT_CU(cuMemsetD8(pool.ptr, 0xEE, 4096));
+            ASSERT_CU(cuCtxSynchronize());
+            before = memop_copies(c.e.iface());
+            ASSERT_UCS_OK(uct_ep_put_short(c.ep, s8.data(), 8, pool.ptr + 64, 0));
+            EXPECT_EQ(before, memop_copies(c.e.iface())) << "round " << round;
+            EXPECT_TRUE(landed_between_guards(pool.ptr, 64, s8)) << "round " << round;
+        }
+        ASSERT_CU(cuMemsetD8(dev.ptr, 0xEE, 4096));
+        ASSERT_UCS_OK(uct_ep_put_short(c.ep, s8.data(), 8, dev.ptr + 64, 0));
+        EXPECT_EQ(before + 1, memop_copies(c.e.iface()));
+        EXPECT_TRUE(landed_between_guards(dev.ptr, 64, s8));
     });
 }
 
