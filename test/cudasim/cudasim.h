@@ -59,6 +59,7 @@ typedef struct sim_config {
     unsigned async_delay_us; /**< CUDASIM_ASYNC_DELAY_US, delay per operation */
     int      fabric;         /**< CUDASIM_FABRIC: fabric handles permitted */
     int      cpu_access;     /**< CUDASIM_CPU_ACCESS: device memory CPU-visible */
+    int      memops;         /**< CUDASIM_MEMOPS: stream memory operations work */
     size_t   device_mem;     /**< CUDASIM_DEVICE_MEM_MB, per device */
 } sim_config_t;
 
@@ -395,5 +396,8 @@ void sim_stream_wait_locked(CUstream stream);
 /** Wait for every stream of the process (lock held). */
 void sim_drain_all_locked(void);
 sim_op_t *sim_op_new(sim_op_type_t type);
+
+/** For tests (exported): cuEventQuery calls made in this process so far. */
+unsigned long cudasim_event_query_count(void);
 
 #endif

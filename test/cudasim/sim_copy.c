@@ -295,6 +295,11 @@ static CUresult sim_batch_memop(CUstream hstream, unsigned count,
     if (status != CUDA_SUCCESS) {
         goto out;
     }
+    if (!sim.cfg.memops) {
+        /* As a device or driver without stream memory operations. */
+        status = CUDA_ERROR_NOT_SUPPORTED;
+        goto out;
+    }
     if ((count == 0) || (ops == NULL) || (flags != 0)) {
         status = CUDA_ERROR_INVALID_VALUE;
         goto out;

@@ -153,13 +153,14 @@ static int sim_env_long(const char *name, long min, long max, long dflt,
 
 static int sim_read_config(sim_config_t *cfg)
 {
-    long devices, async, delay, fabric, cpu, mem_mb;
+    long devices, async, delay, fabric, cpu, mem_mb, memops;
 
     if ((sim_env_long("CUDASIM_DEVICES", 0, SIM_MAX_DEVICES, 2, &devices) != 0) ||
         (sim_env_long("CUDASIM_ASYNC", 0, 1, 0, &async) != 0) ||
         (sim_env_long("CUDASIM_ASYNC_DELAY_US", 0, 10000000, 2000, &delay) != 0) ||
         (sim_env_long("CUDASIM_FABRIC", 0, 1, 0, &fabric) != 0) ||
         (sim_env_long("CUDASIM_CPU_ACCESS", 0, 1, 0, &cpu) != 0) ||
+        (sim_env_long("CUDASIM_MEMOPS", 0, 1, 1, &memops) != 0) ||
         (sim_env_long("CUDASIM_DEVICE_MEM_MB", 64, 1L << 24, 16384,
                       &mem_mb) != 0)) {
         return -1;
@@ -169,6 +170,7 @@ static int sim_read_config(sim_config_t *cfg)
     cfg->async_delay_us = (unsigned)delay;
     cfg->fabric         = (int)fabric;
     cfg->cpu_access     = (int)cpu;
+    cfg->memops         = (int)memops;
     cfg->device_mem     = (size_t)mem_mb << 20;
     return 0;
 }
