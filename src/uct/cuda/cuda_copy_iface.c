@@ -39,10 +39,12 @@ static ucs_config_field_t uct_cuda_copy_iface_config_fields[] = {
      ucs_offsetof(uct_cuda_copy_iface_config_t, htod_memop_max), UCS_CONFIG_TYPE_SIZE,
      0},
 
-    {"COMPLETION_WORD", "y",
+    {"COMPLETION_WORD", "n",
      "Detect the end of asynchronous copies by a stream write of a sequence\n"
      "number into pinned host memory, checked with a load, instead of\n"
-     "cuEventQuery (~1.7 us per check on an H200). n: events.",
+     "cuEventQuery (~1.7 us per check on an H200). Off by default here: this\n"
+     "transport mostly waits for one small staging copy at a time, where the\n"
+     "extra stream write cost ~4 us of latency on an H200 (docs/performance.md).",
      ucs_offsetof(uct_cuda_copy_iface_config_t, completion_word),
      UCS_CONFIG_TYPE_BOOL, 0},
 
