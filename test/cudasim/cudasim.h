@@ -397,7 +397,4 @@ void sim_stream_wait_locked(CUstream stream);
 void sim_drain_all_locked(void);
 sim_op_t *sim_op_new(sim_op_type_t type);
 
-/** For tests (exported): cuEventQuery calls made in this process so far. */
-unsigned long cudasim_event_query_count(void);
-
 #endif

@@ -754,21 +754,10 @@ CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
     return sim_event_record(hEvent, hStream, flags, 1);
 }
 
-/* How often cuEventQuery was called in this process: lets tests see which
- * completion mechanism a transport used. */
-static unsigned long sim_event_queries;
-
-unsigned long cudasim_event_query_count(void)
-{
-    return __atomic_load_n(&sim_event_queries, __ATOMIC_RELAXED);
-}
-
 CUresult cuEventQuery(CUevent hEvent)
 {
-    CUresult status;
+    CUresult status = sim_enter();
 
-    __atomic_fetch_add(&sim_event_queries, 1, __ATOMIC_RELAXED);
-    status = sim_enter();
     if (status != CUDA_SUCCESS) {
         return status;
     }

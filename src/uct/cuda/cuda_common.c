@@ -6,7 +6,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 const char *uct_cuda_cu_name(CUresult res)
 {
@@ -189,48 +188,18 @@ void uct_cuda_set_sync_memops(const void *address)
     }
 }
 
-ucs_status_t uct_cuda_queue_init(uct_cuda_queue_t *q, int completion_word)
+ucs_status_t uct_cuda_queue_init(uct_cuda_queue_t *q)
 {
-    void *mem = NULL;
-    ucs_status_t status;
-    CUresult res;
-
     q->head        = NULL;
     q->tail        = NULL;
     q->free_ops    = NULL;
     q->outstanding = 0;
     q->unrecorded  = 0;
-    q->word        = NULL;
-    q->word_dev    = 0;
-    q->word_seq    = 0;
-    q->word_on     = 0;
-    q->idle_checks = 0;
     if (cuCtxGetCurrent(&q->ctx) != CUDA_SUCCESS) {
         q->ctx = NULL;
     }
-    status = UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
-                           cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING));
-    if ((status != UCS_OK) || !completion_word) {
-        return status;
-    }
-
-    res = cuMemHostAlloc(&mem, 64, /* a cache line of its own */
-                         CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
-    if (res == CUDA_SUCCESS) {
-        res = cuMemHostGetDevicePointer(&q->word_dev, mem, 0);
-    }
-    if (res != CUDA_SUCCESS) {
-        ucs_debug("cuda: no completion word for stream %p (%s): events",
-                  (void*)q->stream, uct_cuda_cu_name(res));
-        if (mem != NULL) {
-            (void)cuMemFreeHost(mem);
-        }
-        return UCS_OK;
-    }
-    q->word    = mem;
-    *q->word   = 0;
-    q->word_on = 1;
-    return UCS_OK;
+    return UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
+                         cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING));
 }
 
 static void uct_cuda_op_list_free(uct_cuda_op_t *op)
@@ -257,10 +226,6 @@ void uct_cuda_queue_cleanup(uct_cuda_queue_t *q)
     uct_cuda_op_list_free(q->head);
     uct_cuda_op_list_free(q->free_ops);
     (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_WARN, cuStreamDestroy(q->stream));
-    if (q->word != NULL) {
-        (void)cuMemFreeHost(q->word);
-        q->word = NULL;
-    }
     q->head = q->tail = q->free_ops = NULL;
 }
 
@@ -300,7 +265,6 @@ ucs_status_t uct_cuda_queue_push_cb(uct_cuda_queue_t *q, uct_completion_t *comp,
     }
 
     op->recorded = 0;
-    op->seq      = 0;
     op->comp     = comp;
     op->done     = done;
     op->done_arg = arg;
@@ -335,29 +299,8 @@ static void uct_cuda_queue_complete(uct_cuda_queue_t *q, uct_cuda_op_t *op,
     q->free_ops = op;
 }
 
-/* The completion word gets the next sequence number after the newest op. */
-static CUresult uct_cuda_queue_write_word(uct_cuda_queue_t *q)
-{
-    CUstreamBatchMemOpParams op;
-    CUresult res;
-
-    memset(&op, 0, sizeof(op));
-    op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
-    op.writeValue.address   = q->word_dev;
-    op.writeValue.value64   = q->word_seq + 1;
-    res = cuStreamBatchMemOp(q->stream, 1, &op, 0);
-    if (res != CUDA_SUCCESS) {
-        ucs_debug("cuda: completion word write refused (%s): stream %p uses "
-                  "events", uct_cuda_cu_name(res), (void*)q->stream);
-        q->word_on = 0;
-        return res;
-    }
-    q->tail->seq = ++q->word_seq;
-    return CUDA_SUCCESS;
-}
-
-/* One mark after the newest op answers for all ops pushed before it. If no
- * mark can be queued, wait for the stream instead: the ops still complete. */
+/* One event after the newest op answers for all ops pushed before it. If it
+ * cannot be recorded, wait for the stream instead: the ops still complete. */
 static void uct_cuda_queue_record(uct_cuda_queue_t *q)
 {
     CUcontext cur = NULL;
@@ -367,9 +310,6 @@ static void uct_cuda_queue_record(uct_cuda_queue_t *q)
     (void)cuCtxGetCurrent(&cur);
     pushed = (q->ctx != NULL) && (cur != q->ctx) &&
              (cuCtxPushCurrent(q->ctx) == CUDA_SUCCESS);
-    if (q->word_on && (uct_cuda_queue_write_word(q) == CUDA_SUCCESS)) {
-        goto out;
-    }
     res = cuEventRecord(q->tail->event, q->stream);
     if (res != CUDA_SUCCESS) {
         ucs_error("cuda: cuEventRecord failed (%s): waiting for the stream",
@@ -378,27 +318,11 @@ static void uct_cuda_queue_record(uct_cuda_queue_t *q)
         /* The tail's event was recorded earlier (or never): either way it is
          * complete now that the stream is idle. */
     }
-out:
     if (pushed) {
         (void)cuCtxPopCurrent(&cur);
     }
     q->tail->recorded = 1;
     q->unrecorded     = 0;
-}
-
-/* Has the word reached @a seq? An unmoved word is a load; now and then the
- * stream is asked, which also reports a failed copy (the word would never
- * move after one). An idle stream means done even if the word lags. */
-static CUresult uct_cuda_queue_check_word(uct_cuda_queue_t *q, uint64_t seq)
-{
-    if (__atomic_load_n(q->word, __ATOMIC_ACQUIRE) >= seq) {
-        q->idle_checks = 0;
-        return CUDA_SUCCESS;
-    }
-    if ((++q->idle_checks % 256) != 0) {
-        return CUDA_ERROR_NOT_READY;
-    }
-    return cuStreamQuery(q->stream);
 }
 
 unsigned uct_cuda_queue_progress(uct_cuda_queue_t *q)
@@ -413,8 +337,7 @@ unsigned uct_cuda_queue_progress(uct_cuda_queue_t *q)
     while (q->head != NULL) {
         for (mark = q->head; !mark->recorded; mark = mark->next) {
         }
-        res = (mark->seq != 0) ? uct_cuda_queue_check_word(q, mark->seq) :
-                                 cuEventQuery(mark->event);
+        res = cuEventQuery(mark->event);
         if (res == CUDA_ERROR_NOT_READY) {
             break;
         }

@@ -107,8 +107,7 @@ void uct_cuda_set_sync_memops(const void *address);
 /** One asynchronous operation (or flush marker) waiting for its event. */
 typedef struct uct_cuda_op {
     CUevent            event;
-    int                recorded; /**< its end is marked: event or word */
-    uint64_t           seq;      /**< word value marking its end; 0: event */
+    int                recorded; /**< event recorded after this op's work */
     uct_completion_t   *comp;  /**< NULL: nobody waits for it */
     void               (*done)(void *arg); /**< NULL, or called when it ends */
     void               *done_arg;
@@ -117,39 +116,24 @@ typedef struct uct_cuda_op {
 
 /**
  * A non-blocking stream and the FIFO of its outstanding operations. Work of
- * one stream completes in order, so one mark after the newest op answers for
- * every op before it: push marks nothing, and progress marks once for all
- * ops pushed since its last call, then checks the oldest mark.
- *
- * The mark is a stream write of a rising sequence number into a word of
- * pinned host memory (the completion word): checking it is a load, where
- * cuEventQuery costs ~1.7 us of driver time per call on an H200 and a busy
- * progress loop calls it for every outstanding operation it looks at. Where
- * the driver refuses the write, or with the word turned off, the mark is an
- * event as before. Every 256 checks of an unmoved word ask cuStreamQuery,
- * so a failed copy (the word would never move) still ends in an error.
+ * one stream completes in order, so one event recorded after the newest op
+ * answers for every op before it: push records nothing (an event record
+ * costs about as much as the rest of a cached put/get), and progress records
+ * a single event for all ops pushed since its last call, then polls the
+ * oldest recorded event.
  */
 typedef struct uct_cuda_queue {
-    CUstream          stream;
-    CUcontext         ctx;         /**< the stream's context, for late records */
-    uct_cuda_op_t     *head;
-    uct_cuda_op_t     *tail;
-    uct_cuda_op_t     *free_ops;   /**< recycled, events kept */
-    unsigned          outstanding;
-    unsigned          unrecorded;  /**< ops at the tail without a mark yet */
-    uint64_t          *word;       /**< completion word (pinned), or NULL */
-    CUdeviceptr       word_dev;    /**< its device address */
-    uint64_t          word_seq;    /**< last value queued to be written */
-    int               word_on;     /**< marks are word writes */
-    unsigned          idle_checks; /**< checks since the word last moved */
+    CUstream      stream;
+    CUcontext     ctx;         /**< the stream's context, for late records */
+    uct_cuda_op_t *head;
+    uct_cuda_op_t *tail;
+    uct_cuda_op_t *free_ops;   /**< recycled, events kept */
+    unsigned      outstanding;
+    unsigned      unrecorded;  /**< ops at the tail without an event yet */
 } uct_cuda_queue_t;
 
-/**
- * Create the stream (CU_STREAM_NON_BLOCKING) in the current context and,
- * when @a completion_word is set, the completion word (falls back to events
- * when the host memory cannot be had).
- */
-ucs_status_t uct_cuda_queue_init(uct_cuda_queue_t *q, int completion_word);
+/** Create the stream (CU_STREAM_NON_BLOCKING) in the current context. */
+ucs_status_t uct_cuda_queue_init(uct_cuda_queue_t *q);
 
 /** Wait for the stream, call the done callbacks of what was outstanding
  *  (no completion), free events and the stream. */

@@ -35,7 +35,6 @@ typedef struct uct_cuda_copy_iface_config {
     uct_iface_config_t super;  /**< super.max_bcopy: UCX_CUDA_COPY_MAX_BCOPY */
     size_t             max_short;
     size_t             htod_memop_max;
-    int                completion_word;
 } uct_cuda_copy_iface_config_t;
 
 /** Upper bound of UCX_CUDA_COPY_HTOD_MEMOP_MAX: one write per 4 bytes. */
@@ -62,7 +61,6 @@ typedef struct uct_cuda_copy_iface {
      * (0: never). */
     size_t           htod_memop_max;
     uint64_t         memop_copies; /**< copies done that way (tests) */
-    int              completion_word; /**< UCX_CUDA_COPY_COMPLETION_WORD */
     uint32_t         memop_refused; /**< bit k: the driver refused writes to
                                          memory of ucs_memtype_alloc_kind_t k */
     void             *bounce;   /**< max_bcopy bytes, pinned when possible */

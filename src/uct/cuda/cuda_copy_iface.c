@@ -39,15 +39,6 @@ static ucs_config_field_t uct_cuda_copy_iface_config_fields[] = {
      ucs_offsetof(uct_cuda_copy_iface_config_t, htod_memop_max), UCS_CONFIG_TYPE_SIZE,
      0},
 
-    {"COMPLETION_WORD", "n",
-     "Detect the end of asynchronous copies by a stream write of a sequence\n"
-     "number into pinned host memory, checked with a load, instead of\n"
-     "cuEventQuery (~1.7 us per check on an H200). Off by default here: this\n"
-     "transport mostly waits for one small staging copy at a time, where the\n"
-     "extra stream write cost ~4 us of latency on an H200 (docs/performance.md).",
-     ucs_offsetof(uct_cuda_copy_iface_config_t, completion_word),
-     UCS_CONFIG_TYPE_BOOL, 0},
-
     {NULL, NULL, NULL, 0, {NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}, 0}
 };
 
@@ -173,7 +164,7 @@ static uct_cuda_queue_t *uct_cuda_copy_iface_open_queue(uct_cuda_copy_iface_t *i
         return NULL;
     }
     pushed = (cuCtxPushCurrent(ctx) == CUDA_SUCCESS);
-    if (!pushed || (uct_cuda_queue_init(q, iface->completion_word) != UCS_OK)) {
+    if (!pushed || (uct_cuda_queue_init(q) != UCS_OK)) {
         ucs_error("cuda_copy: cannot open a stream on device %d", dev);
         if (pushed) {
             (void)cuCtxPopCurrent(&ctx);
@@ -421,8 +412,7 @@ static ucs_status_t uct_cuda_copy_iface_open(uct_md_h md, uct_worker_h worker,
      * (the pointer fallback has no pointer here and only logs). */
     uct_cuda_set_sync_memops(NULL);
 
-    iface->completion_word = config->completion_word;
-    status = uct_cuda_queue_init(&iface->queue, iface->completion_word);
+    status = uct_cuda_queue_init(&iface->queue);
     if (status != UCS_OK) {
         goto err_base;
     }

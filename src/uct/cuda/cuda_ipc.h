@@ -213,7 +213,6 @@ typedef struct uct_cuda_ipc_iface_config {
     unsigned           cache_max_regions;
     size_t             cache_max_size;
     int                fd_transfer;
-    int                completion_word;
 } uct_cuda_ipc_iface_config_t;
 
 /** Streams of an iface: one per device the peer memory lives on. */
@@ -224,7 +223,6 @@ typedef struct uct_cuda_ipc_iface {
     CUcontext            ctx;
     uct_cuda_queue_t     queues[UCT_CUDA_IPC_MAX_PEER_DEVICES];
     uint32_t             queues_created; /**< bit mask of queues[] made so far */
-    int                  completion_word; /**< UCX_CUDA_IPC_COMPLETION_WORD */
     uct_cuda_ipc_cache_t cache;
 } uct_cuda_ipc_iface_t;
 

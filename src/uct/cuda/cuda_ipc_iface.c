@@ -42,13 +42,6 @@ static ucs_config_field_t uct_cuda_ipc_iface_config_fields[] = {
      ucs_offsetof(uct_cuda_ipc_iface_config_t, fd_transfer),
      UCS_CONFIG_TYPE_ENUM(uct_cuda_ipc_fd_transfer_names), 0},
 
-    {"COMPLETION_WORD", "y",
-     "Detect the end of asynchronous copies by a stream write of a sequence\n"
-     "number into pinned host memory, checked with a load, instead of\n"
-     "cuEventQuery (~1.7 us per check on an H200). n: events.",
-     ucs_offsetof(uct_cuda_ipc_iface_config_t, completion_word),
-     UCS_CONFIG_TYPE_BOOL, 0},
-
     {NULL, NULL, NULL, 0, {NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}, 0}
 };
 
@@ -151,7 +144,7 @@ uct_cuda_queue_t *uct_cuda_ipc_iface_queue(uct_cuda_ipc_iface_t *iface,
     unsigned i = device % UCT_CUDA_IPC_MAX_PEER_DEVICES;
 
     if (!(iface->queues_created & UCS_BIT(i))) {
-        if (uct_cuda_queue_init(&iface->queues[i], iface->completion_word) != UCS_OK) {
+        if (uct_cuda_queue_init(&iface->queues[i]) != UCS_OK) {
             return NULL;
         }
         iface->queues_created |= UCS_BIT(i);
@@ -311,7 +304,6 @@ static ucs_status_t uct_cuda_ipc_iface_open(uct_md_h md, uct_worker_h worker,
     }
 
     cache_config.enable      = config->cache_enable;
-    iface->completion_word   = config->completion_word;
     cache_config.max_regions = config->cache_max_regions;
     cache_config.max_size    = config->cache_max_size;
     cache_config.fd_transfer = (uct_cuda_ipc_fd_transfer_t)config->fd_transfer;
