@@ -244,6 +244,16 @@ else
         LD_LIBRARY_PATH=$cudasim run_local "cudasim $pair tag_lat validated" -L \
             -t tag_lat -m $pair -s 64K -V -n 20 -w 2
     done
+    # One modelled GPU, neither buffer exportable: 64 KiB goes through host
+    # fragments (UCX_RNDV_SAME_GPU_HOST_MAX), and UCX_PROTO_INFO says so.
+    out=$(UCX_PROTO_INFO=y LD_LIBRARY_PATH=$cudasim "$perf" -L -t tag_lat \
+              -m cuda-async,cuda-vmm-noipc -s 64K -V -n 10 -w 1 --csv 2>"$tmp/err")
+    if grep -q 'neither buffer exportable, 32768\.\.524288 B: pipeline through host' <<<"$out" &&
+       grep '^tag_lat,' <<<"$out" | awk -F, '$15 ~ /^rndv_pipe_host/ { ok = 1 } END { exit !ok }'; then
+        pass "cudasim same-GPU non-exportable 64K: host staging, shown by UCX_PROTO_INFO"
+    else
+        fail "cudasim same-GPU non-exportable 64K: no host staging"; echo "$out"; cat "$tmp/err"
+    fi
     LD_LIBRARY_PATH=$cudasim run_local "cudasim cuda GPU0 -> GPU1 tag_bw validated" -L \
         -t tag_bw -m cuda -a 0,1 -s 1M -V -n 10 -w 1
     for t in put_bw get_bw; do

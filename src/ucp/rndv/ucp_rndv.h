@@ -28,6 +28,11 @@ BEGIN_C_DECLS
 #define UCP_RNDV_THRESH_AUTO_DEVICE (8ul * 1024)
 #define UCP_RNDV_THRESH_AUTO_HOST   (256ul * 1024)
 
+/* Smallest message a receiver on the sender's GPU stages through host memory
+ * (UCX_RNDV_SAME_GPU_HOST_MAX): below it the copy to the device is one the
+ * driver runs on the compute engine anyway. */
+#define UCP_RNDV_SAME_GPU_HOST_MIN (32ul * 1024)
+
 /* ---- wire formats (little-endian, same build on both sides) ------------ */
 
 enum {

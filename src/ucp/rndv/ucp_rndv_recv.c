@@ -55,10 +55,6 @@ static int ucp_rndv_recv_host_to_host(const ucp_rndv_req_t *rreq)
            ((rreq->rts_flags & 0xff) == UCS_MEMORY_TYPE_HOST);
 }
 
-/* Smallest message staged through host memory on one GPU: below it the copy
- * to the device is one the driver runs on the compute engine anyway. */
-#define UCP_RNDV_SAME_GPU_HOST_MIN (32ul * 1024)
-
 /*
  * Neither buffer exportable, both on one GPU: device fragments make both
  * processes copy on the GPU's compute engine, and it switches between them

@@ -69,6 +69,12 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
            "one copier: both buffers exportable on one GPU, the lower worker "
            "uuid copies (a higher-uuid receiver asks for put)" :
            "off: the receiver's rule above alone");
+    if (cuda_frags && cfg->frag_type_auto &&
+        (cfg->same_gpu_host_max >= UCP_RNDV_SAME_GPU_HOST_MIN)) {
+        printf("| same GPU      | neither buffer exportable, %lu..%zu B: pipeline "
+               "through host fragments (UCX_RNDV_SAME_GPU_HOST_MAX)\n",
+               UCP_RNDV_SAME_GPU_HOST_MIN, cfg->same_gpu_host_max);
+    }
 }
 
 void ucp_proto_info_print(ucp_ep_h ep)
