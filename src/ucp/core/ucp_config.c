@@ -91,10 +91,10 @@ static const ucs_config_field_t ucp_config_fields[] = {
      offsetof(ucp_config_t, rndv_frag_size), UCS_CONFIG_TYPE_MEMTYPE_SIZE_MAP},
 
     {"RNDV_FRAG_POOL_SIZE", "4",
-     "Most fragments of each memory type a worker allocates (by default\n"
-     "4 x 64M = 256M of device memory), host fragments counted per GPU they\n"
-     "stage for (each GPU's on its NUMA node); requests wait for a free\n"
-     "fragment when all are in use.",
+     "Most fragments of each memory type a worker allocates per GPU they\n"
+     "stage for (by default 4 x 64M = 256M of device memory per GPU; device\n"
+     "fragments live on that GPU, host fragments on its NUMA node); requests\n"
+     "wait for a free fragment when all are in use.",
      offsetof(ucp_config_t, rndv_frag_pool), UCS_CONFIG_TYPE_UINT},
 
     {"RNDV_PIPELINE_DEPTH", "4",

@@ -355,8 +355,11 @@ void ucp_rndv_frag_wait(ucp_worker_h worker, ucp_rndv_req_t *rreq);
 void ucp_rndv_frag_unwait(ucp_worker_h worker, ucp_rndv_req_t *rreq);
 /** Resume waiters while fragments are free. */
 unsigned ucp_rndv_frag_progress(ucp_worker_h worker);
-/** Whether fragments of @a mem_type can exist on this worker at all. */
-int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type);
+/** Whether fragments of @a mem_type can exist on this worker for staging
+ *  @a serves (device fragments live on its GPU; a GPU whose fragments could
+ *  not be allocated has none). */
+int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type,
+                            const void *serves);
 void ucp_rndv_frag_cleanup(ucp_worker_h worker);
 /** Fragments handed out (tests, diagnostics). */
 unsigned ucp_rndv_frag_in_use(ucp_worker_h worker);

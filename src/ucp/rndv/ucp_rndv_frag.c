@@ -25,6 +25,11 @@
 
 #define UCP_RNDV_FRAG_SLAB_COUNT 4   /* fragments allocated together */
 
+/* A device fragment's index names its pool (one per GPU) in the top byte and
+ * the fragment in that pool below: the peer echoes it in its ack. */
+#define UCP_RNDV_FRAG_POOL_SHIFT 24
+#define UCP_RNDV_FRAG_POOL_MAX   256
+
 typedef struct ucp_rndv_frag_slab {
     struct ucp_rndv_frag_slab *next;
     struct ucp_rndv_frag_pool *pool;
@@ -40,9 +45,11 @@ typedef struct ucp_rndv_frag_slab {
 } ucp_rndv_frag_slab_t;
 
 typedef struct ucp_rndv_frag_pool {
-    struct ucp_rndv_frag_pool *next;    /* host pools: the next GPU's */
+    struct ucp_rndv_frag_pool *next;    /* the next GPU's pool of this type */
     ucs_memory_type_t    mem_type;
-    ucs_sys_device_t     sys_dev;   /* host pools: the GPU they stage for */
+    ucs_sys_device_t     sys_dev;   /* the GPU they stage for (device pools:
+                                       where they live) */
+    unsigned             id;        /* device pools: top byte of the index */
     int                  numa_node; /* host pools: the node nearest it */
     size_t               frag_size;
     unsigned             count;     /* fragments allocated */
@@ -83,17 +90,15 @@ uint32_t ucp_rndv_gpu_tag(ucp_worker_h worker, const void *buffer)
            ((uint32_t)(bus_id.slot & 0x1f) << 3) | (bus_id.function & 7);
 }
 
-/* The pool of @a mem_type (host: of the GPU @a sys_dev), or NULL. */
+/* The pool of @a mem_type for the GPU @a sys_dev, or NULL. */
 static ucp_rndv_frag_pool_t *ucp_rndv_frag_pool_find(ucp_worker_h worker,
                                                      ucs_memory_type_t mem_type,
                                                      ucs_sys_device_t sys_dev)
 {
     ucp_rndv_frag_pool_t *pool = worker->rndv->pools[mem_type];
 
-    if (mem_type == UCS_MEMORY_TYPE_HOST) {
-        while ((pool != NULL) && (pool->sys_dev != sys_dev)) {
-            pool = pool->next;
-        }
+    while ((pool != NULL) && (pool->sys_dev != sys_dev)) {
+        pool = pool->next;
     }
     return pool;
 }
@@ -110,16 +115,25 @@ static ucp_rndv_frag_pool_t *ucp_rndv_frag_pool(ucp_worker_h worker,
     if (pool != NULL) {
         return pool;
     }
+    if ((rw->pools[mem_type] != NULL) &&
+        (rw->pools[mem_type]->id + 1 >= UCP_RNDV_FRAG_POOL_MAX)) {
+        return NULL; /* more GPUs than an index can name */
+    }
     pool = calloc(1, sizeof(*pool));
     if (pool == NULL) {
         return NULL;
     }
     pool->mem_type  = mem_type;
-    pool->sys_dev   = UCS_SYS_DEVICE_ID_UNKNOWN;
+    pool->sys_dev   = sys_dev;
+    pool->id        = (rw->pools[mem_type] == NULL) ? 0 : rw->pools[mem_type]->id + 1;
     pool->numa_node = UCS_NUMA_NODE_UNKNOWN;
     pool->frag_size = worker->context->rndv.frag_size[mem_type];
-    if (mem_type == UCS_MEMORY_TYPE_HOST) {
-        pool->sys_dev   = sys_dev;
+    if (mem_type != UCS_MEMORY_TYPE_HOST) {
+        ucs_debug("ucp: worker %s: device fragments for GPU %s (pool %u)",
+                  worker->name, ucs_topo_sys_device_bdf_name(sys_dev, bus_id,
+                                                             sizeof(bus_id)),
+                  pool->id);
+    } else {
         pool->numa_node = (sys_dev == UCS_SYS_DEVICE_ID_UNKNOWN) ?
                           UCS_NUMA_NODE_UNKNOWN : ucs_topo_sys_device_numa_node(sys_dev);
         ucs_debug("ucp: worker %s: host fragments for GPU %s go to NUMA node %d%s",
@@ -195,8 +209,9 @@ static ucs_status_t ucp_rndv_frag_slab_memory(ucp_worker_h worker,
     if (rw->copy_md == NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
-    status = uct_md_mem_alloc(rw->copy_md, &length, &slab->base, pool->mem_type, 0,
-                              "rndv fragments", &slab->alloc_memh);
+    status = uct_md_mem_alloc_on_device(rw->copy_md, &length, &slab->base,
+                                        pool->mem_type, pool->sys_dev, 0,
+                                        "rndv fragments", &slab->alloc_memh);
     if (status != UCS_OK) {
         slab->alloc_memh = NULL;
         slab->base       = NULL;
@@ -214,6 +229,9 @@ static ucs_status_t ucp_rndv_frag_grow(ucp_worker_h worker,
     ucs_status_t status;
     unsigned i;
 
+    if (max > (1u << UCP_RNDV_FRAG_POOL_SHIFT)) {
+        max = 1u << UCP_RNDV_FRAG_POOL_SHIFT; /* what an index can name */
+    }
     if (pool->count >= max) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -251,9 +269,9 @@ static ucs_status_t ucp_rndv_frag_grow(ucp_worker_h worker,
         frag->slab     = slab;
         frag->address  = (char*)slab->base + i * pool->frag_size;
         frag->size     = pool->frag_size;
-        frag->index    = pool->count + i;
+        frag->index    = (pool->id << UCP_RNDV_FRAG_POOL_SHIFT) | (pool->count + i);
         frag->mem_type = pool->mem_type;
-        pool->by_index[frag->index] = frag;
+        pool->by_index[pool->count + i] = frag;
         ucs_list_add_tail(&pool->free, &frag->list);
     }
     pool->count += n;
@@ -293,10 +311,7 @@ ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_ty
     ucp_rndv_frag_t *frag;
     ucs_status_t status;
 
-    pool = ucp_rndv_frag_pool(worker, mem_type,
-                              (mem_type == UCS_MEMORY_TYPE_HOST) ?
-                                      ucp_rndv_frag_sys_dev(worker, serves) :
-                                      UCS_SYS_DEVICE_ID_UNKNOWN);
+    pool = ucp_rndv_frag_pool(worker, mem_type, ucp_rndv_frag_sys_dev(worker, serves));
     if ((pool == NULL) || pool->broken) {
         return NULL;
     }
@@ -329,12 +344,15 @@ ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, uint32_t index,
                                     uint64_t owner)
 {
     ucp_rndv_frag_pool_t *pool = worker->rndv->pools[UCS_MEMORY_TYPE_CUDA];
+    uint32_t i                 = index & ((1u << UCP_RNDV_FRAG_POOL_SHIFT) - 1);
 
-    if ((pool == NULL) || (index >= pool->count) ||
-        (pool->by_index[index]->owner != owner)) {
+    while ((pool != NULL) && (pool->id != (index >> UCP_RNDV_FRAG_POOL_SHIFT))) {
+        pool = pool->next;
+    }
+    if ((pool == NULL) || (i >= pool->count) || (pool->by_index[i]->owner != owner)) {
         return NULL;
     }
-    return pool->by_index[index];
+    return pool->by_index[i];
 }
 
 const void *ucp_rndv_frag_key(const ucp_rndv_frag_t *frag, size_t *len_p)
@@ -356,15 +374,19 @@ int ucp_rndv_frag_pinned(const ucp_rndv_frag_t *frag)
     return (frag->slab->reg_memh != NULL) || (frag->slab->alloc_memh != NULL);
 }
 
-int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type)
+int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type,
+                            const void *serves)
 {
     ucp_rndv_worker_t *rw = worker->rndv;
+    ucp_rndv_frag_pool_t *pool;
 
-    /* Host pools are per GPU: one that broke says nothing about the others. */
+    /* Host fragments come from malloc'ed memory when nothing else works. */
     if (mem_type == UCS_MEMORY_TYPE_HOST) {
         return 1;
     }
-    if ((rw->pools[mem_type] != NULL) && rw->pools[mem_type]->broken) {
+    pool = ucp_rndv_frag_pool_find(worker, mem_type,
+                                   ucp_rndv_frag_sys_dev(worker, serves));
+    if ((pool != NULL) && pool->broken) {
         return 0;
     }
     return (rw->copy_md != NULL) && (rw->ipc_md != NULL);

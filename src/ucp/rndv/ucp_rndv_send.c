@@ -27,7 +27,7 @@ static int ucp_rndv_send_is_contig(const ucp_request_t *req)
 static int ucp_rndv_send_can_frag(ucp_rndv_req_t *rreq, ucp_ep_h ep)
 {
     return (rreq->buffer != NULL) && (ep != NULL) && (ep->rma_ep != NULL) &&
-           ucp_rndv_frag_supported(rreq->worker, UCS_MEMORY_TYPE_CUDA);
+           ucp_rndv_frag_supported(rreq->worker, UCS_MEMORY_TYPE_CUDA, rreq->buffer);
 }
 
 /* The key of a contiguous device buffer and whether it exports, in the
@@ -285,10 +285,10 @@ static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
 
     while ((rreq->inflight < worker->context->rndv.depth) &&
            (rreq->next_offset < rreq->length)) {
-        frag = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_CUDA, NULL, rreq->id);
+        frag = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_CUDA, rreq->buffer, rreq->id);
         if (frag == NULL) {
             if ((rreq->inflight == 0) && (rreq->next_offset == 0) &&
-                !ucp_rndv_frag_supported(worker, UCS_MEMORY_TYPE_CUDA)) {
+                !ucp_rndv_frag_supported(worker, UCS_MEMORY_TYPE_CUDA, rreq->buffer)) {
                 ucs_debug("ucp: rendezvous 0x%llx: no device fragments, data "
                           "as active messages", (unsigned long long)rreq->id);
                 rreq->proto = UCP_PROTO_STAT_LAST;

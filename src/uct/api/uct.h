@@ -347,6 +347,19 @@ ucs_status_t uct_md_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
                               ucs_memory_type_t mem_type, unsigned flags,
                               const char *alloc_name, uct_mem_h *memh_p);
 
+/**
+ * As uct_md_mem_alloc(), on device @a sys_dev (a GPU; a ucs_sys_device_t of
+ * ucs/sys/topo_device.h, as uct_md_mem_attr_t::sys_dev):
+ * device memory of that GPU whatever context is current.
+ * UCS_SYS_DEVICE_ID_UNKNOWN, host memory, or an md with one device: the
+ * same as uct_md_mem_alloc(). (Upstream gave uct_md_mem_alloc() itself a
+ * device argument after 1.13; this keeps 1.13's signature.)
+ */
+ucs_status_t uct_md_mem_alloc_on_device(uct_md_h md, size_t *length_p,
+                                        void **address_p, ucs_memory_type_t mem_type,
+                                        uint8_t sys_dev, unsigned flags,
+                                        const char *alloc_name, uct_mem_h *memh_p);
+
 /** Free memory from uct_md_mem_alloc(). */
 ucs_status_t uct_md_mem_free(uct_md_h md, uct_mem_h memh);
 

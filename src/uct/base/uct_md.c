@@ -166,9 +166,10 @@ ucs_status_t uct_md_mem_dereg(uct_md_h md, uct_mem_h memh)
     return md->ops->mem_dereg(md, memh);
 }
 
-ucs_status_t uct_md_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
-                              ucs_memory_type_t mem_type, unsigned flags,
-                              const char *alloc_name, uct_mem_h *memh_p)
+ucs_status_t uct_md_mem_alloc_on_device(uct_md_h md, size_t *length_p,
+                                        void **address_p, ucs_memory_type_t mem_type,
+                                        uint8_t sys_dev, unsigned flags,
+                                        const char *alloc_name, uct_mem_h *memh_p)
 {
     if ((length_p == NULL) || (*length_p == 0) || (address_p == NULL) ||
         (memh_p == NULL) || (mem_type >= UCS_MEMORY_TYPE_LAST)) {
@@ -177,8 +178,17 @@ ucs_status_t uct_md_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
     if (md->ops->mem_alloc == NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
-    return md->ops->mem_alloc(md, length_p, address_p, mem_type, flags,
+    return md->ops->mem_alloc(md, length_p, address_p, mem_type, sys_dev, flags,
                               (alloc_name != NULL) ? alloc_name : "uct", memh_p);
+}
+
+ucs_status_t uct_md_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
+                              ucs_memory_type_t mem_type, unsigned flags,
+                              const char *alloc_name, uct_mem_h *memh_p)
+{
+    return uct_md_mem_alloc_on_device(md, length_p, address_p, mem_type,
+                                      UCS_SYS_DEVICE_ID_UNKNOWN, flags, alloc_name,
+                                      memh_p);
 }
 
 ucs_status_t uct_md_mem_free(uct_md_h md, uct_mem_h memh)

@@ -7,6 +7,7 @@
 #define UCT_MD_H_
 
 #include <uct/base/uct_component.h>
+#include <ucs/sys/topo_device.h>
 
 BEGIN_C_DECLS
 
@@ -16,8 +17,9 @@ typedef struct uct_md_ops {
     /* Optional entries may be NULL: the public call returns UCS_ERR_UNSUPPORTED
      * (detect_memory_type: UCS_ERR_INVALID_ADDR). */
     ucs_status_t (*mem_alloc)(uct_md_h md, size_t *length_p, void **address_p,
-                              ucs_memory_type_t mem_type, unsigned flags,
-                              const char *alloc_name, uct_mem_h *memh_p);
+                              ucs_memory_type_t mem_type, ucs_sys_device_t sys_dev,
+                              unsigned flags, const char *alloc_name,
+                              uct_mem_h *memh_p);
     ucs_status_t (*mem_free)(uct_md_h md, uct_mem_h memh);
     ucs_status_t (*mem_reg)(uct_md_h md, void *address, size_t length, unsigned flags,
                             uct_mem_h *memh_p);

@@ -29,6 +29,8 @@ typedef struct uct_cuda_copy_memh {
     int               host_registered; /**< we called cuMemHostRegister: unregister */
     ucs_memory_type_t alloc_type;      /**< uct_md_mem_alloc(): what to free;
                                             UNKNOWN for a registration */
+    int               retained_dev;    /**< allocated in this device's primary
+                                            context, retained until freed; -1 */
 } uct_cuda_copy_memh_t;
 
 typedef struct uct_cuda_copy_iface_config {

@@ -161,9 +161,10 @@ static ucs_status_t uct_cuda_copy_md_mem_reg(uct_md_h md, void *address,
     if (memh == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    memh->address    = address;
-    memh->length     = length;
-    memh->alloc_type = UCS_MEMORY_TYPE_UNKNOWN;
+    memh->address      = address;
+    memh->length       = length;
+    memh->alloc_type   = UCS_MEMORY_TYPE_UNKNOWN;
+    memh->retained_dev = -1;
 
     if ((desc.mem_type == UCS_MEMORY_TYPE_CUDA) ||
         (desc.mem_type == UCS_MEMORY_TYPE_CUDA_MANAGED)) {
@@ -205,17 +206,48 @@ static ucs_status_t uct_cuda_copy_md_mem_dereg(uct_md_h md, uct_mem_h tl_memh)
 }
 
 /*
+ * The primary context of the device that is @a sys_dev, current (pushed)
+ * and retained, for an allocation on that device; -1 when the current
+ * context serves (no device asked, it is the current one, or it cannot be
+ * had: logged, and the memory then goes to the current device).
+ */
+static int uct_cuda_copy_md_enter_device(ucs_sys_device_t sys_dev)
+{
+    int ordinal = uct_cuda_sys_dev_ordinal(sys_dev);
+    CUdevice current;
+    CUcontext ctx;
+
+    if ((ordinal < 0) ||
+        ((cuCtxGetDevice(&current) == CUDA_SUCCESS) && (current == ordinal))) {
+        return -1;
+    }
+    if (cuDevicePrimaryCtxRetain(&ctx, (CUdevice)ordinal) != CUDA_SUCCESS) {
+        ucs_debug("cuda_cpy: no context on device %d: allocating on the current one",
+                  ordinal);
+        return -1;
+    }
+    if (cuCtxPushCurrent(ctx) != CUDA_SUCCESS) {
+        (void)cuDevicePrimaryCtxRelease((CUdevice)ordinal);
+        return -1;
+    }
+    return ordinal;
+}
+
+/*
  * Allocation for the layers above: pinned host memory (bounce buffers),
  * device memory from cuMemAlloc -- legacy-IPC capable, so staging fragments
- * made here are exportable by cuda_ipc -- and managed memory.
+ * made here are exportable by cuda_ipc -- and managed memory. Device memory
+ * goes to @a sys_dev's GPU when one is named, else to the current one.
  */
 static ucs_status_t uct_cuda_copy_md_mem_alloc(uct_md_h md, size_t *length_p,
                                                void **address_p,
                                                ucs_memory_type_t mem_type,
+                                               ucs_sys_device_t sys_dev,
                                                unsigned flags, const char *alloc_name,
                                                uct_mem_h *memh_p)
 {
     size_t length = (*length_p > 0) ? *length_p : 1;
+    int device    = -1;
     uct_cuda_copy_memh_t *memh;
     CUdeviceptr dptr = 0;
     ucs_status_t status;
@@ -237,6 +269,9 @@ static ucs_status_t uct_cuda_copy_md_mem_alloc(uct_md_h md, size_t *length_p,
     if (memh == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
+    if (mem_type == UCS_MEMORY_TYPE_CUDA) {
+        device = uct_cuda_copy_md_enter_device(sys_dev);
+    }
 
     /* Running out of memory is an answer the caller acts on (staging falls
      * back, a tool reports it), not an error of ours: debug level here. */
@@ -255,20 +290,30 @@ static ucs_status_t uct_cuda_copy_md_mem_alloc(uct_md_h md, size_t *length_p,
         ptr    = (void*)(uintptr_t)dptr;
         break;
     }
+    if (status == UCS_OK) {
+        if (mem_type != UCS_MEMORY_TYPE_HOST) {
+            uct_cuda_set_sync_memops(ptr);
+        }
+    }
+    if (device >= 0) {
+        (void)cuCtxPopCurrent(&ctx);
+        if (status != UCS_OK) {
+            (void)cuDevicePrimaryCtxRelease((CUdevice)device);
+        }
+    }
     if (status != UCS_OK) {
         free(memh);
         return UCS_ERR_NO_MEMORY;
     }
 
-    if (mem_type != UCS_MEMORY_TYPE_HOST) {
-        uct_cuda_set_sync_memops(ptr);
-    }
-    memh->address    = ptr;
-    memh->length     = length;
-    memh->alloc_type = mem_type;
-    ucs_debug("cuda_cpy: allocated %zu bytes of %s memory at %p for %s", length,
+    memh->address      = ptr;
+    memh->length       = length;
+    memh->alloc_type   = mem_type;
+    memh->retained_dev = device;
+    ucs_debug("cuda_cpy: allocated %zu bytes of %s memory at %p for %s%s", length,
               ucs_memory_type_names[mem_type], ptr,
-              (alloc_name != NULL) ? alloc_name : "?");
+              (alloc_name != NULL) ? alloc_name : "?",
+              (device >= 0) ? " on another device than the current one" : "");
     *length_p  = length;
     *address_p = ptr;
     *memh_p    = memh;
@@ -286,6 +331,10 @@ static ucs_status_t uct_cuda_copy_md_mem_free(uct_md_h md, uct_mem_h tl_memh)
                (memh->alloc_type == UCS_MEMORY_TYPE_CUDA_MANAGED)) {
         status = UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
                                cuMemFree((CUdeviceptr)(uintptr_t)memh->address));
+        if (memh->retained_dev >= 0) {
+            /* After the free: the context must outlive its memory. */
+            (void)cuDevicePrimaryCtxRelease((CUdevice)memh->retained_dev);
+        }
     } else {
         return UCS_ERR_INVALID_PARAM; /* a registration, not an allocation */
     }

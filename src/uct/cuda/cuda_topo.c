@@ -64,3 +64,19 @@ ucs_sys_device_t uct_cuda_device_sys_dev(int ordinal)
     }
     return sys_dev;
 }
+
+int uct_cuda_sys_dev_ordinal(ucs_sys_device_t sys_dev)
+{
+    int count, i;
+
+    if ((sys_dev == UCS_SYS_DEVICE_ID_UNKNOWN) ||
+        (cuDeviceGetCount(&count) != CUDA_SUCCESS)) {
+        return -1;
+    }
+    for (i = 0; i < count; ++i) {
+        if (uct_cuda_device_sys_dev(i) == sys_dev) {
+            return i;
+        }
+    }
+    return -1;
+}

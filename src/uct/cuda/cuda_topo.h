@@ -24,6 +24,12 @@ BEGIN_C_DECLS
  */
 ucs_sys_device_t uct_cuda_device_sys_dev(int ordinal);
 
+/**
+ * The ordinal of the CUDA device that is system device @a sys_dev, or -1
+ * (unknown device, not a CUDA device, driver not initialised).
+ */
+int uct_cuda_sys_dev_ordinal(ucs_sys_device_t sys_dev);
+
 END_C_DECLS
 
 #endif

@@ -9,6 +9,9 @@
  * test/gtest/ucs/topo_two_nodes.xml names its GPUs; on any machine, its
  * own topology must put the fragment on a node that exists (on a GPU
  * machine with several nodes: the GPU's node, as sysfs says).
+ * Device fragments (UCX_RNDV_FRAG_MEM_TYPE=cuda) are pooled per GPU too:
+ * each lives on the GPU of the buffer it stages, and its index names its
+ * pool (test_ucp_rndv_frag_device).
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -221,10 +224,10 @@ TEST_F(test_ucp_rndv_frag_numa, host_fragments_follow_each_gpus_node_in_two_node
         EXPECT_EQ(0, ucp_rndv_frag_numa_node(f1, &placed1)) << "GPU 1, package 0";
         EXPECT_EQ(UCS_NUMA_NODE_UNKNOWN, ucp_rndv_frag_numa_node(fh, &placed_host));
         EXPECT_EQ(UCS_NUMA_NODE_UNKNOWN, placed_host);
-        /* Pools per GPU: the first pool's fragments are numbered 0..3, as
-         * are the second's; f0 and f0b share a pool. */
-        EXPECT_EQ(f0->index, f1->index);
-        EXPECT_NE(f0->index, f0b->index);
+        /* Pools per GPU: f0 and f0b are consecutive fragments of one pool,
+         * f1 is of another. */
+        EXPECT_EQ(f0->index + 1, f0b->index);
+        EXPECT_NE(f0->index, f1->index);
 
         int r0 = check_fragment(f0, d0, 2);
         int r1 = check_fragment(f1, d1, 3);
@@ -253,3 +256,60 @@ TEST_F(test_ucp_rndv_frag_numa, host_fragments_follow_each_gpus_node_in_two_node
 }
 
 } // namespace
+
+/* Device fragments live on the GPU of the buffer they stage for, whichever
+ * device is current, in a pool per GPU; ucp_rndv_frag_find() (the ack of a
+ * fragment names it by index) finds each in its own pool, for its owner only. */
+TEST(test_ucp_rndv_frag_device, device_fragments_live_on_the_gpu_of_the_buffer)
+{
+    if (cuda_test::device_count() < 2) {
+        GTEST_SKIP() << "needs two CUDA devices";
+    }
+    cuda_test::cuda_in_child([] {
+        setenv("UCX_RNDV_FRAG_SIZE", "host:512K,cuda:1M", 1);
+        local_worker w;
+
+        cuda_test::init_device(0);
+        ASSERT_NO_FATAL_FAILURE(w.init_worker());
+        CUdeviceptr d0 = device_alloc(0);
+        CUdeviceptr d1 = device_alloc(1);
+        ASSERT_NE(0u, d0);
+        ASSERT_NE(0u, d1);
+
+        ucp_rndv_frag_t *f1  = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_CUDA,
+                                                 (void*)(uintptr_t)d1, 11);
+        ucp_rndv_frag_t *f0  = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_CUDA,
+                                                 (void*)(uintptr_t)d0, 12);
+        ucp_rndv_frag_t *f1b = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_CUDA,
+                                                 (void*)(uintptr_t)(d1 + 4096), 13);
+        ASSERT_NE(nullptr, f0);
+        ASSERT_NE(nullptr, f1);
+        ASSERT_NE(nullptr, f1b);
+
+        struct {
+            ucp_rndv_frag_t *frag;
+            int             device;
+            uint64_t        owner;
+        } want[] = {{f0, 0, 12}, {f1, 1, 11}, {f1b, 1, 13}};
+        for (auto &x : want) {
+            int ordinal = -1;
+            EXPECT_CU(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                            (CUdeviceptr)(uintptr_t)x.frag->address));
+            EXPECT_EQ(x.device, ordinal) << "fragment of owner " << x.owner;
+            EXPECT_EQ(x.frag, ucp_rndv_frag_find(w.m_worker, x.frag->index, x.owner));
+            EXPECT_EQ(nullptr, ucp_rndv_frag_find(w.m_worker, x.frag->index, 99));
+        }
+        EXPECT_NE(f0->index, f1->index);
+        EXPECT_EQ(f1->index + 1, f1b->index);
+        EXPECT_TRUE(ucp_rndv_frag_supported(w.m_worker, UCS_MEMORY_TYPE_CUDA,
+                                            (void*)(uintptr_t)d1));
+
+        ucp_rndv_frag_put(w.m_worker, f0);
+        ucp_rndv_frag_put(w.m_worker, f1);
+        ucp_rndv_frag_put(w.m_worker, f1b);
+        EXPECT_EQ(0u, ucp_rndv_frag_in_use(w.m_worker));
+        w.destroy_worker();
+        device_free(d0, 0);
+        device_free(d1, 1);
+    });
+}

@@ -7,6 +7,8 @@
  */
 #include "test_uct_cuda.h"
 
+#include <ucs/sys/topo_device.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -644,5 +646,57 @@ TEST_F(test_uct_cuda_copy, md_allocates_pinned_device_and_managed_memory)
             EXPECT_TRUE(src == dst);
             EXPECT_UCS_OK(uct_md_mem_free(c.e.md(), memh));
         }
+    });
+}
+
+/* uct_md_mem_alloc_on_device(): device memory on the GPU named, whichever is
+ * current; no device named: the current one. The memory is legacy-IPC
+ * capable either way (staging fragments) and frees cleanly. */
+TEST_F(test_uct_cuda_copy, md_allocates_device_memory_on_the_gpu_named)
+{
+    if (device_count() < 2) {
+        GTEST_SKIP() << "needs two CUDA devices";
+    }
+    in_child([] {
+        init_device(0);
+        copy_ctx c;
+        uct_md_mem_attr_t attr;
+        void *probe = NULL;
+        size_t length = 1 << 20;
+        uct_mem_h memh;
+
+        /* The system device of GPU 1, as the layers above get it: from a
+         * buffer allocated there. */
+        CUdeviceptr on1 = 0;
+        init_device(1);
+        ASSERT_CU(cuMemAlloc(&on1, 4096));
+        init_device(0);
+        attr.field_mask = UCT_MD_MEM_ATTR_FIELD_SYS_DEV;
+        ASSERT_UCS_OK(uct_md_mem_query(c.e.md(), (void*)on1, 1, &attr));
+
+        const struct {
+            uint8_t sys_dev;
+            int     device;
+        } cases[] = {{attr.sys_dev, 1}, {UCS_SYS_DEVICE_ID_UNKNOWN, 0}};
+        for (auto &t : cases) {
+            length = 1 << 20;
+            ASSERT_UCS_OK(uct_md_mem_alloc_on_device(c.e.md(), &length, &probe,
+                                                     UCS_MEMORY_TYPE_CUDA, t.sys_dev,
+                                                     0, "test", &memh));
+            int ordinal = -1;
+            unsigned legacy = 0;
+            EXPECT_CU(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                            (CUdeviceptr)probe));
+            EXPECT_EQ(t.device, ordinal);
+            EXPECT_CU(cuPointerGetAttribute(
+                    &legacy, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+                    (CUdeviceptr)probe));
+            EXPECT_EQ(1u, legacy);
+            CUdevice current = -1;
+            EXPECT_CU(cuCtxGetDevice(&current));
+            EXPECT_EQ(0, current) << "the current device is left as it was";
+            EXPECT_UCS_OK(uct_md_mem_free(c.e.md(), memh));
+        }
+        EXPECT_CU(cuMemFree(on1));
     });
 }

@@ -95,8 +95,8 @@ static ucs_status_t uct_posix_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
 
 static ucs_status_t uct_posix_mem_alloc(uct_md_h tl_md, size_t *length_p,
                                         void **address_p, ucs_memory_type_t mem_type,
-                                        unsigned flags, const char *alloc_name,
-                                        uct_mem_h *memh_p)
+                                        ucs_sys_device_t sys_dev, unsigned flags,
+                                        const char *alloc_name, uct_mem_h *memh_p)
 {
     uct_posix_memh_t *memh;
     ucs_status_t status;
