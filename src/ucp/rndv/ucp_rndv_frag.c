@@ -386,8 +386,10 @@ int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type,
     }
     pool = ucp_rndv_frag_pool_find(worker, mem_type,
                                    ucp_rndv_frag_sys_dev(worker, serves));
-    if ((pool != NULL) && pool->broken) {
-        return 0;
+    if ((pool != NULL) ? pool->broken :
+        ((rw->pools[mem_type] != NULL) &&
+         (rw->pools[mem_type]->id + 1 >= UCP_RNDV_FRAG_POOL_MAX))) {
+        return 0; /* its memory cannot be had, or no pool can be made */
     }
     return (rw->copy_md != NULL) && (rw->ipc_md != NULL);
 }
