@@ -321,12 +321,12 @@ typedef struct ucp_rndv_frag {
     size_t                   used;     /* bytes of the message it carries */
 } ucp_rndv_frag_t;
 
-/** A free fragment of @a mem_type, growing the pool up to
- *  UCX_RNDV_FRAG_POOL_SIZE; NULL when it is dry or the memory cannot be had.
- *  CUDA: cuMemAlloc memory exportable by cuda_ipc. HOST: from the pool of
- *  the GPU of @a serves (the device buffer the fragment stages for; NULL or
- *  host memory: a pool of no GPU), placed on the NUMA node nearest that GPU
- *  and pinned when cuda_copy is there. */
+/** A free fragment of @a mem_type from the pool of the GPU of @a serves (the
+ *  device buffer the fragment stages for; NULL or host memory: a pool of no
+ *  GPU), growing it up to UCX_RNDV_FRAG_POOL_SIZE; NULL when it is dry or
+ *  the memory cannot be had. CUDA: cuMemAlloc memory on that GPU, exportable
+ *  by cuda_ipc. HOST: placed on the NUMA node nearest that GPU and pinned
+ *  when cuda_copy is there. */
 ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_type,
                                    const void *serves, uint64_t owner);
 /** The PCI address of the GPU holding @a buffer as a nonzero 32-bit tag
@@ -336,9 +336,9 @@ ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_ty
 uint32_t ucp_rndv_gpu_tag(ucp_worker_h worker, const void *buffer);
 /** Give a fragment back and wake a waiter. */
 void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag);
-/** The device fragment @a index owned by @a owner, or NULL (there is one
- *  device pool per worker; host pools are per GPU and never looked up by
- *  index). */
+/** The device fragment @a index owned by @a owner, or NULL (the index names
+ *  the GPU's pool and the fragment in it; host fragments are never looked up
+ *  by index). An index from a peer is checked, not trusted. */
 ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, uint32_t index,
                                     uint64_t owner);
 /** Packed cuda_ipc key of the slab of a CUDA fragment. */
