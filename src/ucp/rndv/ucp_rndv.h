@@ -17,6 +17,7 @@
 #define UCP_RNDV_H_
 
 #include <ucp/core/ucp_int.h>
+#include <ucs/sys/topo_device.h>
 
 BEGIN_C_DECLS
 
@@ -123,6 +124,8 @@ typedef struct ucp_rndv_req {
     ucp_proto_stat_t   proto;
     uint32_t           rts_flags;   /* sender: what the RTS said */
     uint32_t           peer_gpu;    /* receiver: the RTS's gpu tag */
+    ucs_sys_device_t   gpu;         /* of buffer, once gpu_known: ucp_rndv_req_gpu() */
+    int                gpu_known;
     unsigned           mode;        /* UCP_RNDV_RTR_* once chosen, else 0 */
     uct_mem_h          ipc_memh;    /* our buffer's cuda_ipc registration */
     /* pipeline */
@@ -321,19 +324,24 @@ typedef struct ucp_rndv_frag {
     size_t                   used;     /* bytes of the message it carries */
 } ucp_rndv_frag_t;
 
-/** A free fragment of @a mem_type from the pool of the GPU of @a serves (the
- *  device buffer the fragment stages for; NULL or host memory: a pool of no
- *  GPU), growing it up to UCX_RNDV_FRAG_POOL_SIZE; NULL when it is dry or
- *  the memory cannot be had. CUDA: cuMemAlloc memory on that GPU, exportable
- *  by cuda_ipc. HOST: placed on the NUMA node nearest that GPU and pinned
- *  when cuda_copy is there. */
+/** The GPU holding @a buffer as a system device (one memory-type lookup);
+ *  UCS_SYS_DEVICE_ID_UNKNOWN for NULL, host memory, no cuda_cpy md, or a
+ *  device without a PCI bus id. */
+ucs_sys_device_t ucp_rndv_buffer_gpu(ucp_worker_h worker, const void *buffer);
+/** The GPU of @a rreq's buffer, looked up once per request. */
+ucs_sys_device_t ucp_rndv_req_gpu(ucp_rndv_req_t *rreq);
+/** A free fragment of @a mem_type from the pool of GPU @a gpu (the GPU of the
+ *  buffer the fragment stages for; UNKNOWN: a pool of no GPU), growing it up
+ *  to UCX_RNDV_FRAG_POOL_SIZE; NULL when it is dry or the memory cannot be
+ *  had. CUDA: cuMemAlloc memory on that GPU, exportable by cuda_ipc. HOST:
+ *  placed on the NUMA node nearest that GPU and pinned when cuda_copy is
+ *  there. */
 ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_type,
-                                   const void *serves, uint64_t owner);
-/** The PCI address of the GPU holding @a buffer as a nonzero 32-bit tag
- *  (domain, bus, slot, function) that another process on the node derives
- *  the same way, whatever its device numbering; 0 for host memory or when it
- *  cannot be told. */
-uint32_t ucp_rndv_gpu_tag(ucp_worker_h worker, const void *buffer);
+                                   ucs_sys_device_t gpu, uint64_t owner);
+/** The PCI address of GPU @a gpu as a nonzero 32-bit tag (domain, bus,
+ *  slot, function) that another process on the node derives the same way,
+ *  whatever its device numbering; 0 when unknown. */
+uint32_t ucp_rndv_gpu_tag(ucs_sys_device_t gpu);
 /** Give a fragment back and wake a waiter. */
 void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag);
 /** The device fragment @a index owned by @a owner, or NULL (the index names
@@ -356,10 +364,10 @@ void ucp_rndv_frag_unwait(ucp_worker_h worker, ucp_rndv_req_t *rreq);
 /** Resume waiters while fragments are free. */
 unsigned ucp_rndv_frag_progress(ucp_worker_h worker);
 /** Whether fragments of @a mem_type can exist on this worker for staging
- *  @a serves (device fragments live on its GPU; a GPU whose fragments could
- *  not be allocated has none). */
+ *  data of GPU @a gpu (device fragments live on it; a GPU whose fragments
+ *  could not be allocated has none). */
 int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type,
-                            const void *serves);
+                            ucs_sys_device_t gpu);
 void ucp_rndv_frag_cleanup(ucp_worker_h worker);
 /** Fragments handed out (tests, diagnostics). */
 unsigned ucp_rndv_frag_in_use(ucp_worker_h worker);

@@ -60,29 +60,37 @@ typedef struct ucp_rndv_frag_pool {
     ucp_rndv_frag_slab_t *slabs;
 } ucp_rndv_frag_pool_t;
 
-/* The GPU whose data a host fragment stages (UNKNOWN: host memory, no
- * cuda_cpy md, or a device without a PCI bus id): one memory-type lookup. */
-static ucs_sys_device_t ucp_rndv_frag_sys_dev(ucp_worker_h worker, const void *serves)
+ucs_sys_device_t ucp_rndv_buffer_gpu(ucp_worker_h worker, const void *buffer)
 {
     uct_md_mem_attr_t attr;
 
-    if ((serves == NULL) || (worker->rndv->copy_md == NULL)) {
+    if ((buffer == NULL) || (worker->rndv->copy_md == NULL)) {
         return UCS_SYS_DEVICE_ID_UNKNOWN;
     }
     attr.field_mask = UCT_MD_MEM_ATTR_FIELD_SYS_DEV;
-    if (uct_md_mem_query(worker->rndv->copy_md, serves, 1, &attr) != UCS_OK) {
+    if (uct_md_mem_query(worker->rndv->copy_md, buffer, 1, &attr) != UCS_OK) {
         return UCS_SYS_DEVICE_ID_UNKNOWN;
     }
     return attr.sys_dev;
 }
 
-uint32_t ucp_rndv_gpu_tag(ucp_worker_h worker, const void *buffer)
+ucs_sys_device_t ucp_rndv_req_gpu(ucp_rndv_req_t *rreq)
 {
-    ucs_sys_device_t sys_dev = ucp_rndv_frag_sys_dev(worker, buffer);
+    if (!rreq->gpu_known) {
+        rreq->gpu       = (rreq->mem_type == UCS_MEMORY_TYPE_HOST) ?
+                          UCS_SYS_DEVICE_ID_UNKNOWN :
+                          ucp_rndv_buffer_gpu(rreq->worker, rreq->buffer);
+        rreq->gpu_known = 1;
+    }
+    return rreq->gpu;
+}
+
+uint32_t ucp_rndv_gpu_tag(ucs_sys_device_t gpu)
+{
     ucs_sys_bus_id_t bus_id;
 
-    if ((sys_dev == UCS_SYS_DEVICE_ID_UNKNOWN) ||
-        (ucs_topo_get_device_bus_id(sys_dev, &bus_id) != UCS_OK)) {
+    if ((gpu == UCS_SYS_DEVICE_ID_UNKNOWN) ||
+        (ucs_topo_get_device_bus_id(gpu, &bus_id) != UCS_OK)) {
         return 0;
     }
     /* 0000:00:00.0 is a host bridge, never a GPU: 0 stays "unknown". */
@@ -305,13 +313,13 @@ err:
 }
 
 ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_type,
-                                   const void *serves, uint64_t owner)
+                                   ucs_sys_device_t gpu, uint64_t owner)
 {
     ucp_rndv_frag_pool_t *pool;
     ucp_rndv_frag_t *frag;
     ucs_status_t status;
 
-    pool = ucp_rndv_frag_pool(worker, mem_type, ucp_rndv_frag_sys_dev(worker, serves));
+    pool = ucp_rndv_frag_pool(worker, mem_type, gpu);
     if ((pool == NULL) || pool->broken) {
         return NULL;
     }
@@ -375,7 +383,7 @@ int ucp_rndv_frag_pinned(const ucp_rndv_frag_t *frag)
 }
 
 int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type,
-                            const void *serves)
+                            ucs_sys_device_t gpu)
 {
     ucp_rndv_worker_t *rw = worker->rndv;
     ucp_rndv_frag_pool_t *pool;
@@ -384,8 +392,7 @@ int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type,
     if (mem_type == UCS_MEMORY_TYPE_HOST) {
         return 1;
     }
-    pool = ucp_rndv_frag_pool_find(worker, mem_type,
-                                   ucp_rndv_frag_sys_dev(worker, serves));
+    pool = ucp_rndv_frag_pool_find(worker, mem_type, gpu);
     if ((pool != NULL) ? pool->broken :
         ((rw->pools[mem_type] != NULL) &&
          (rw->pools[mem_type]->id + 1 >= UCP_RNDV_FRAG_POOL_MAX))) {
@@ -413,16 +420,14 @@ void ucp_rndv_frag_unwait(ucp_worker_h worker, ucp_rndv_req_t *rreq)
     }
 }
 
-static int ucp_rndv_frag_available(ucp_worker_h worker, const ucp_rndv_req_t *rreq)
+static int ucp_rndv_frag_available(ucp_worker_h worker, ucp_rndv_req_t *rreq)
 {
     ucs_memory_type_t type = (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) ?
                                      UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
     ucp_rndv_frag_pool_t *pool;
 
-    pool = ucp_rndv_frag_pool_find(worker, type,
-                                   (type == UCS_MEMORY_TYPE_HOST) ?
-                                           ucp_rndv_frag_sys_dev(worker, rreq->buffer) :
-                                           UCS_SYS_DEVICE_ID_UNKNOWN);
+    /* The pool the request waits on: its GPU's, for either type. */
+    pool = ucp_rndv_frag_pool_find(worker, type, ucp_rndv_req_gpu(rreq));
 
     return (pool == NULL) || !ucs_list_is_empty(&pool->free) ||
            (pool->count < worker->context->rndv.frag_pool_max) || pool->broken;

@@ -62,7 +62,7 @@ static int ucp_rndv_recv_host_to_host(const ucp_rndv_req_t *rreq)
  * engines, which need no switch (64 KiB: ~34 us instead of ~160 us). Beyond
  * a host fragment, the slower host path loses (docs/rendezvous.md).
  */
-static int ucp_rndv_recv_same_gpu_host_stage(const ucp_rndv_req_t *rreq)
+static int ucp_rndv_recv_same_gpu_host_stage(ucp_rndv_req_t *rreq)
 {
     const ucp_rndv_config_t *cfg = &rreq->worker->context->rndv;
 
@@ -70,7 +70,7 @@ static int ucp_rndv_recv_same_gpu_host_stage(const ucp_rndv_req_t *rreq)
            (rreq->length >= UCP_RNDV_SAME_GPU_HOST_MIN) &&
            (rreq->length <= cfg->same_gpu_host_max) && (rreq->buffer != NULL) &&
            (rreq->mem_type != UCS_MEMORY_TYPE_HOST) &&
-           (ucp_rndv_gpu_tag(rreq->worker, rreq->buffer) == rreq->peer_gpu);
+           (ucp_rndv_gpu_tag(ucp_rndv_req_gpu(rreq)) == rreq->peer_gpu);
 }
 
 static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
@@ -439,8 +439,8 @@ static ucs_status_t ucp_rndv_recv_data_device(ucp_rndv_req_t *rreq, size_t offse
     ucs_status_t status = UCS_OK;
 
     if (rreq->stage == NULL) {
-        rreq->stage = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_HOST, rreq->buffer,
-                                        rreq->id);
+        rreq->stage = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_HOST,
+                                        ucp_rndv_req_gpu(rreq), rreq->id);
         if ((rreq->stage == NULL) || (rreq->stage->size < len)) {
             if (rreq->stage != NULL) {
                 ucp_rndv_frag_put(worker, rreq->stage);

@@ -27,7 +27,8 @@ static int ucp_rndv_send_is_contig(const ucp_request_t *req)
 static int ucp_rndv_send_can_frag(ucp_rndv_req_t *rreq, ucp_ep_h ep)
 {
     return (rreq->buffer != NULL) && (ep != NULL) && (ep->rma_ep != NULL) &&
-           ucp_rndv_frag_supported(rreq->worker, UCS_MEMORY_TYPE_CUDA, rreq->buffer);
+           ucp_rndv_frag_supported(rreq->worker, UCS_MEMORY_TYPE_CUDA,
+                                   ucp_rndv_req_gpu(rreq));
 }
 
 /* The key of a contiguous device buffer and whether it exports, in the
@@ -145,7 +146,7 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
     if ((mem_type != UCS_MEMORY_TYPE_HOST) && (rreq->buffer != NULL) &&
         !(rts.flags & UCP_RNDV_RTS_FLAG_KEY)) {
         /* Lets a receiver on the same GPU choose host staging. */
-        rts.gpu = ucp_rndv_gpu_tag(worker, rreq->buffer);
+        rts.gpu = ucp_rndv_gpu_tag(ucp_rndv_req_gpu(rreq));
     }
     if (ucp_rndv_send_can_frag(rreq, ep)) {
         rts.flags |= UCP_RNDV_RTS_FLAG_CAN_FRAG;
@@ -285,10 +286,12 @@ static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
 
     while ((rreq->inflight < worker->context->rndv.depth) &&
            (rreq->next_offset < rreq->length)) {
-        frag = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_CUDA, rreq->buffer, rreq->id);
+        frag = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_CUDA, ucp_rndv_req_gpu(rreq),
+                                 rreq->id);
         if (frag == NULL) {
             if ((rreq->inflight == 0) && (rreq->next_offset == 0) &&
-                !ucp_rndv_frag_supported(worker, UCS_MEMORY_TYPE_CUDA, rreq->buffer)) {
+                !ucp_rndv_frag_supported(worker, UCS_MEMORY_TYPE_CUDA,
+                                         ucp_rndv_req_gpu(rreq))) {
                 ucs_debug("ucp: rendezvous 0x%llx: no device fragments, data "
                           "as active messages", (unsigned long long)rreq->id);
                 rreq->proto = UCP_PROTO_STAT_LAST;
@@ -457,7 +460,7 @@ static void ucp_rndv_send_am_start(ucp_rndv_req_t *rreq)
     }
     if ((rreq->mem_type != UCS_MEMORY_TYPE_HOST) && (rreq->stage == NULL)) {
         rreq->stage = ucp_rndv_frag_get(rreq->worker, UCS_MEMORY_TYPE_HOST,
-                                        rreq->buffer, rreq->id);
+                                        ucp_rndv_req_gpu(rreq), rreq->id);
         if (rreq->stage == NULL) {
             ucp_rndv_frag_wait(rreq->worker, rreq);
             return;

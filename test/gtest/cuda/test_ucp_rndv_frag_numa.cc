@@ -53,6 +53,14 @@ CUdeviceptr device_alloc(int device)
     return ptr;
 }
 
+/* A fragment of @a type for staging data of the GPU that holds @a buffer (a
+ * pool of no GPU for host memory), as the rendezvous asks for one. */
+ucp_rndv_frag_t *frag_for(ucp_worker_h worker, ucs_memory_type_t type,
+                          const void *buffer, uint64_t owner)
+{
+    return ucp_rndv_frag_get(worker, type, ucp_rndv_buffer_gpu(worker, buffer), owner);
+}
+
 void device_free(CUdeviceptr ptr, int device)
 {
     cuda_test::init_device(device);
@@ -147,8 +155,8 @@ TEST_F(test_ucp_rndv_frag_numa, host_fragment_is_pinned_usable_and_on_the_gpus_n
         ASSERT_NO_FATAL_FAILURE(w.init_worker());
         CUdeviceptr d = device_alloc(0);
         ASSERT_NE(0u, d);
-        ucp_rndv_frag_t *frag = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_HOST,
-                                                  (void*)(uintptr_t)d, 1);
+        ucp_rndv_frag_t *frag =
+            frag_for(w.m_worker, UCS_MEMORY_TYPE_HOST, (void *)(uintptr_t)d, 1);
         ASSERT_NE(nullptr, frag);
         node     = ucp_rndv_frag_numa_node(frag, &placed);
         resident = check_fragment(frag, d, 1);
@@ -206,14 +214,13 @@ TEST_F(test_ucp_rndv_frag_numa, host_fragments_follow_each_gpus_node_in_two_node
         ASSERT_NE(0u, d0);
         ASSERT_NE(0u, d1);
 
-        ucp_rndv_frag_t *f0 = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_HOST,
-                                                (void*)(uintptr_t)d0, 1);
-        ucp_rndv_frag_t *f1 = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_HOST,
-                                                (void*)(uintptr_t)d1, 2);
-        ucp_rndv_frag_t *f0b = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_HOST,
-                                                 (void*)(uintptr_t)(d0 + 4096), 3);
-        ucp_rndv_frag_t *fh = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_HOST,
-                                                host.data(), 4);
+        ucp_rndv_frag_t *f0 =
+            frag_for(w.m_worker, UCS_MEMORY_TYPE_HOST, (void *)(uintptr_t)d0, 1);
+        ucp_rndv_frag_t *f1 =
+            frag_for(w.m_worker, UCS_MEMORY_TYPE_HOST, (void *)(uintptr_t)d1, 2);
+        ucp_rndv_frag_t *f0b =
+            frag_for(w.m_worker, UCS_MEMORY_TYPE_HOST, (void *)(uintptr_t)(d0 + 4096), 3);
+        ucp_rndv_frag_t *fh = frag_for(w.m_worker, UCS_MEMORY_TYPE_HOST, host.data(), 4);
         ASSERT_NE(nullptr, f0);
         ASSERT_NE(nullptr, f1);
         ASSERT_NE(nullptr, f0b);
@@ -276,12 +283,12 @@ TEST(test_ucp_rndv_frag_device, device_fragments_live_on_the_gpu_of_the_buffer)
         ASSERT_NE(0u, d0);
         ASSERT_NE(0u, d1);
 
-        ucp_rndv_frag_t *f1  = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_CUDA,
-                                                 (void*)(uintptr_t)d1, 11);
-        ucp_rndv_frag_t *f0  = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_CUDA,
-                                                 (void*)(uintptr_t)d0, 12);
-        ucp_rndv_frag_t *f1b = ucp_rndv_frag_get(w.m_worker, UCS_MEMORY_TYPE_CUDA,
-                                                 (void*)(uintptr_t)(d1 + 4096), 13);
+        ucp_rndv_frag_t *f1 =
+            frag_for(w.m_worker, UCS_MEMORY_TYPE_CUDA, (void *)(uintptr_t)d1, 11);
+        ucp_rndv_frag_t *f0 =
+            frag_for(w.m_worker, UCS_MEMORY_TYPE_CUDA, (void *)(uintptr_t)d0, 12);
+        ucp_rndv_frag_t *f1b = frag_for(w.m_worker, UCS_MEMORY_TYPE_CUDA,
+                                        (void *)(uintptr_t)(d1 + 4096), 13);
         ASSERT_NE(nullptr, f0);
         ASSERT_NE(nullptr, f1);
         ASSERT_NE(nullptr, f1b);
@@ -302,7 +309,8 @@ TEST(test_ucp_rndv_frag_device, device_fragments_live_on_the_gpu_of_the_buffer)
         EXPECT_NE(f0->index, f1->index);
         EXPECT_EQ(f1->index + 1, f1b->index);
         EXPECT_TRUE(ucp_rndv_frag_supported(w.m_worker, UCS_MEMORY_TYPE_CUDA,
-                                            (void*)(uintptr_t)d1));
+                                            ucp_rndv_buffer_gpu(w.m_worker,
+                                                                (void*)(uintptr_t)d1)));
 
         ucp_rndv_frag_put(w.m_worker, f0);
         ucp_rndv_frag_put(w.m_worker, f1);

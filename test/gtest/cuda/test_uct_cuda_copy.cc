@@ -33,6 +33,15 @@ struct copy_ctx {
     uct_ep_h        ep;
 };
 
+/* Device 0 current; on the model, stream work runs @a delay_us late, so a
+ * completion reported before its copy landed shows up as wrong data. */
+void init_late_streams(const char *delay_us)
+{
+    setenv("CUDASIM_ASYNC", "1", 1);
+    setenv("CUDASIM_ASYNC_DELAY_US", delay_us, 1);
+    init_device();
+}
+
 std::vector<unsigned char> host_pattern(size_t size, unsigned seed)
 {
     std::vector<unsigned char> v(size);
@@ -246,9 +255,7 @@ bool landed_between_guards(CUdeviceptr dev, size_t off, const std::vector<unsign
 TEST_F(test_uct_cuda_copy, small_host_to_device_copies_are_stream_writes)
 {
     in_child([] {
-        setenv("CUDASIM_ASYNC", "1", 1);
-        setenv("CUDASIM_ASYNC_DELAY_US", "200", 1);
-        init_device();
+        init_late_streams("200");
         copy_ctx c;
         allocation dev;
         ASSERT_CU(dev.allocate(mem_kind::legacy, 1 << 20));
@@ -437,9 +444,7 @@ TEST_F(test_uct_cuda_copy, completion_waits_for_late_stream_work)
         GTEST_SKIP() << "CUDASIM_ASYNC exists only on the model";
     }
     in_child([] {
-        setenv("CUDASIM_ASYNC", "1", 1);
-        setenv("CUDASIM_ASYNC_DELAY_US", "3000", 1);
-        init_device();
+        init_late_streams("3000");
         copy_ctx c;
         allocation dev;
         const size_t size = 1 << 20;
@@ -474,9 +479,7 @@ TEST_F(test_uct_cuda_copy, without_stream_memory_operations_small_copies_fall_ba
     }
     in_child([] {
         setenv("CUDASIM_MEMOPS", "0", 1);
-        setenv("CUDASIM_ASYNC", "1", 1);
-        setenv("CUDASIM_ASYNC_DELAY_US", "1000", 1);
-        init_device();
+        init_late_streams("1000");
         copy_ctx c;
         allocation dev;
         ASSERT_CU(dev.allocate(mem_kind::legacy, 1 << 20));
