@@ -9,7 +9,8 @@
 #
 # environment: PERF (ucx_perftest), OUTDIR (default ./perftest-gpu),
 #              ITERS (tag_bw messages per size, default 50), KINDS (the
-#              allocator kinds to pair, default all eight)
+#              allocator kinds to pair, default all eight), PLACEMENTS
+#              (default "0,0" and, with two GPUs, "0,1")
 set -uo pipefail
 perf=${PERF:?set PERF to the ucx_perftest binary}
 out=${OUTDIR:-perftest-gpu}
@@ -20,6 +21,7 @@ kinds=${KINDS:-"cuda cuda-managed cuda-async cuda-pool cuda-pool-noipc cuda-vmm 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 placements="0,0"
 [ "$ngpu" -ge 2 ] && placements="0,0 0,1"
+placements=${PLACEMENTS:-$placements}
 
 rows=0 failed=0
 run() {

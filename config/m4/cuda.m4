@@ -35,6 +35,7 @@ AC_DEFUN([UCX_CHECK_CUDA], [
             AC_COMPUTE_INT([ucx_cuda_version], [CUDA_VERSION], [[#include <cuda.h>]])
             ucx_cuda_summary="yes ($ucx_cuda_dir, CUDA_VERSION $ucx_cuda_version)"
             AC_DEFINE([HAVE_CUDA], [1], [CUDA driver API available])
+            UCX_CHECK_NVCC
         ], [
             AS_IF([test "x$with_cuda" != xguess],
                   [AC_MSG_ERROR([--with-cuda given but cuda.h/libcuda not found under $ucx_cuda_dir])])
@@ -45,7 +46,34 @@ AC_DEFUN([UCX_CHECK_CUDA], [
         CPPFLAGS="$save_CPPFLAGS"
         LDFLAGS="$save_LDFLAGS"
     ])
+    AM_CONDITIONAL([HAVE_NVCC], [test "x$have_nvcc" = xyes])
     AC_SUBST([CUDA_CPPFLAGS])
     AC_SUBST([CUDA_LDFLAGS])
     AM_CONDITIONAL([HAVE_CUDA], [test "x$have_cuda" = xyes])
+])
+
+# UCX_CHECK_NVCC: nvcc, to build the batched copy kernel of the cuda_ipc
+# transport to PTX (src/uct/cuda/cuda_copy_kernel.cu). Optional: without it
+# (or with NVCC=no) the transport issues every copy with cuMemcpyAsync.
+AC_DEFUN([UCX_CHECK_NVCC], [
+    AC_ARG_VAR([NVCC], [CUDA compiler for the copy kernel's PTX (no: none)])
+    have_nvcc=no
+    AS_IF([test "x$NVCC" != xno], [
+        AC_PATH_PROG([NVCC], [nvcc], [], [$ucx_cuda_dir/bin$PATH_SEPARATOR$PATH])
+        AS_IF([test -n "$NVCC"], [
+            AC_MSG_CHECKING([whether $NVCC builds PTX])
+            printf 'extern "C" __global__ void k(int *p) { *p = 1; }\n' > conftest.cu
+            AS_IF([$NVCC -ptx -arch=compute_75 -Wno-deprecated-gpu-targets \
+                       -o conftest.ptx conftest.cu >&AS_MESSAGE_LOG_FD 2>&1 &&
+                   grep -q '\.entry' conftest.ptx],
+                  [have_nvcc=yes], [NVCC=""])
+            rm -f conftest.cu conftest.ptx
+            AC_MSG_RESULT([$have_nvcc])
+        ])
+    ])
+    AS_IF([test "x$have_nvcc" = xyes],
+          [AC_DEFINE([HAVE_CUDA_COPY_KERNEL], [1],
+                     [The batched copy kernel is built (nvcc found)])
+           ucx_cuda_summary="$ucx_cuda_summary, copy kernel by $NVCC"],
+          [ucx_cuda_summary="$ucx_cuda_summary, no copy kernel (no nvcc)"])
 ])

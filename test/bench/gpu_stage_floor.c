@@ -17,6 +17,13 @@
  *           the GPU switches between the two processes' contexts; this
  *           shows how much each slot count / chunk size pays for that.
  *
+ * -k PTX adds two more ways to "issue": the library's batched copy kernel
+ * (src/uct/cuda/cuda_copy_kernel.cu built to PTX, e.g. by
+ * `nvcc -ptx -arch=compute_90 -I src/uct/cuda`) launched once per copy
+ * ("kernel") and once for all W copies ("kernel-W"), -B blocks per SM per
+ * copy (default 4, as the library). With -a A,B "issue" copies from device
+ * A's memory into device B's (peer access).
+ *
  * -c makes every copy (stage, and the raw reference) a one-copy
  * cuMemcpyBatchAsync with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE: a
  * copy engine instead of the SMs, which on one GPU the two processes may
@@ -32,8 +39,10 @@
 #endif
 
 #include "gpu_bench_util.h"
+#include "../../src/uct/cuda/cuda_copy_kernel.h"
 
 #include <sched.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +56,64 @@
 #define MAX_SLOTS 256
 #define MIB (1024.0 * 1024.0)
 
-static int use_ce, use_2d;
+static int use_ce, use_2d, blocks_per_sm = 4;
+static const char *kernel_ptx;
+
+/* The copy kernel from a PTX file, or NULL without -k. */
+static CUfunction kernel_load(int dev, unsigned *blocks_max)
+{
+    CUmodule mod;
+    CUfunction fn;
+    CUdevice d;
+    FILE *f;
+    char *img;
+    long len;
+    int sms;
+
+    if (kernel_ptx == NULL) {
+        return NULL;
+    }
+    f = fopen(kernel_ptx, "rb");
+    if ((f == NULL) || (fseek(f, 0, SEEK_END) != 0) || ((len = ftell(f)) < 0)) {
+        fprintf(stderr, "cannot read %s\n", kernel_ptx);
+        exit(1);
+    }
+    rewind(f);
+    img = calloc(1, len + 1);
+    if ((img == NULL) || (fread(img, 1, len, f) != (size_t)len)) {
+        fprintf(stderr, "cannot read %s\n", kernel_ptx);
+        exit(1);
+    }
+    fclose(f);
+    CHECK(cuModuleLoadData(&mod, img));
+    CHECK(cuModuleGetFunction(&fn, mod, UCT_CUDA_COPY_KERNEL_NAME));
+    CHECK(cuDeviceGet(&d, dev));
+    CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d));
+    *blocks_max = (unsigned)(sms * blocks_per_sm);
+    free(img);
+    return fn;
+}
+
+/* @a n copies of @a len bytes, dst[i] <- src[i], in one launch, as the
+ * library's uct_cuda_queue_launch() makes it. */
+static void kernel_copy(CUfunction fn, unsigned blocks_max, const CUdeviceptr *dst,
+                        const CUdeviceptr *src, int n, size_t len, CUstream stream)
+{
+    static uct_cuda_copy_kernel_args_t a;
+    unsigned blocks = (unsigned)((len + UCT_CUDA_COPY_KERNEL_BLOCK_BYTES - 1) /
+                                 UCT_CUDA_COPY_KERNEL_BLOCK_BYTES);
+    void *args[]    = {&a};
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        a.dst[i] = dst[i];
+        a.src[i] = src[i];
+        a.len[i] = len;
+    }
+    blocks = (blocks == 0) ? 1 : (blocks > blocks_max) ? blocks_max : blocks;
+    CHECK(cuLaunchKernel(fn, blocks, n, 1, UCT_CUDA_COPY_KERNEL_THREADS, 1, 1, 0,
+                         stream, args, NULL));
+}
 
 static void stage_copy(CUdeviceptr dst, CUdeviceptr src, size_t len, CUstream stream)
 {
@@ -92,8 +158,10 @@ static CUcontext ctx_on(int dev)
 
 /* ---- issue ---------------------------------------------------------------- */
 
-static void issue_run(int dev, const long *sizes, int nsizes, int window)
+static void issue_run(int dev, int dst_dev, const long *sizes, int nsizes, int window)
 {
+    CUfunction fn;
+    unsigned blocks_max = 0;
     CUdeviceptr src, dst, srcs[MAX_SLOTS], dsts[MAX_SLOTS];
     size_t lens[MAX_SLOTS], attr_idx = 0;
     CUmemcpyAttributes attr;
@@ -102,7 +170,23 @@ static void issue_run(int dev, const long *sizes, int nsizes, int window)
     int i, s, rep, batch;
     const int reps = 50;
 
+    if (dst_dev != dev) {
+        CUcontext dctx = ctx_on(dst_dev), sctx = ctx_on(dev);
+        CUresult r;
+
+        ctx_on(dev);
+        r = cuCtxEnablePeerAccess(dctx, 0);
+        if (r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+            CHECK(r);
+        }
+        ctx_on(dst_dev);
+        r = cuCtxEnablePeerAccess(sctx, 0);
+        if (r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+            CHECK(r);
+        }
+    }
     ctx_on(dev);
+    fn = kernel_load(dev, &blocks_max);
     CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     CHECK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
     memset(&attr, 0, sizeof(attr));
@@ -111,27 +195,46 @@ static void issue_run(int dev, const long *sizes, int nsizes, int window)
     attr.srcLocHint.id   = dev;
     attr.dstLocHint      = attr.srcLocHint;
 
-    printf("issue: device %d, %d copies per round, %d rounds\n", dev, window, reps);
+    printf("issue: device %d -> %d, %d copies per round, %d rounds%s\n", dev, dst_dev,
+           window, reps, fn ? ", kernel from -k" : "");
     printf("%8s %-8s %12s %12s %10s\n", "size", "api", "issue_us/cp", "round_us",
            "GB/s");
     for (s = 0; s < nsizes; ++s) {
         size_t len = (size_t)sizes[s] << 20;
 
         CHECK(cuMemAlloc(&src, len * window));
+        CHECK(cuMemsetD8(src, 0x5a, len * window));
+        ctx_on(dst_dev);
         CHECK(cuMemAlloc(&dst, len * window));
+        CHECK(cuMemsetD8(dst, 0, len * window));
+        CHECK(cuCtxSynchronize());
+        ctx_on(dev);
         for (i = 0; i < window; ++i) {
             srcs[i] = src + i * len;
             dsts[i] = dst + i * len;
             lens[i] = len;
         }
-        for (batch = 0; batch < 3; ++batch) {
+        if ((fn != NULL) && (window > UCT_CUDA_COPY_KERNEL_MAX_COPIES)) {
+            fprintf(stderr, "-W above %d: no kernel-W row\n",
+                    UCT_CUDA_COPY_KERNEL_MAX_COPIES);
+        }
+        for (batch = 0; batch < (fn ? 5 : 3); ++batch) {
+            if ((batch == 4) && (window > UCT_CUDA_COPY_KERNEL_MAX_COPIES)) {
+                break;
+            }
             double issue = 0, total = 0, t0, t1;
 
             for (rep = -3; rep < reps; ++rep) {
                 t0 = now_sec();
                 attr.flags = (batch == 2) ? CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE :
                                             0;
-                if (batch) {
+                if (batch == 4) {
+                    kernel_copy(fn, blocks_max, dsts, srcs, window, len, stream);
+                } else if (batch == 3) {
+                    for (i = 0; i < window; ++i) {
+                        kernel_copy(fn, blocks_max, &dsts[i], &srcs[i], 1, len, stream);
+                    }
+                } else if (batch) {
                     CHECK(cuMemcpyBatchAsync(dsts, srcs, lens, window, &attr,
                                              &attr_idx, 1, stream));
                 } else {
@@ -149,8 +252,31 @@ static void issue_run(int dev, const long *sizes, int nsizes, int window)
                 }
             }
             printf("%6ldMi %-8s %12.2f %12.1f %10.1f\n", sizes[s],
-                   (batch == 2) ? "batch-ce" : batch ? "batch" : "single", issue / reps / window * 1e6,
+                   (batch == 4) ? "kernel-W" : (batch == 3) ? "kernel" :
+                   (batch == 2) ? "batch-ce" :
+                   batch ? "batch" : "single", issue / reps / window * 1e6,
                    total / reps * 1e6, len * (double)window * reps / total / 1e9);
+        }
+        if (fn != NULL) {
+            /* The kernel's copies must be the copies: check one launch's
+             * worth after zeroing the destination. */
+            int n = (window < UCT_CUDA_COPY_KERNEL_MAX_COPIES) ? window :
+                    UCT_CUDA_COPY_KERNEL_MAX_COPIES;
+            unsigned char *h = malloc(len * n);
+            size_t b;
+
+            CHECK(cuMemsetD8(dst, 0, len * window));
+            CHECK(cuCtxSynchronize()); /* the memset is on another stream */
+            kernel_copy(fn, blocks_max, dsts, srcs, n, len, stream);
+            CHECK(cuStreamSynchronize(stream));
+            CHECK(cuMemcpyDtoH(h, dst, len * n));
+            for (b = 0; b < len * n; ++b) {
+                if (h[b] != 0x5a) {
+                    printf("kernel copy WRONG at byte %zu\n", b);
+                    break;
+                }
+            }
+            free(h);
         }
         CHECK(cuMemFree(src));
         CHECK(cuMemFree(dst));
@@ -333,7 +459,7 @@ int main(int argc, char **argv)
 {
     long sizes[MAX_LIST] = {4, 16, 64}, slots[MAX_LIST] = {4, 16};
     long devs[MAX_LIST] = {0, 0};
-    int nsizes = 3, nslots = 2, ndevs = 2, window = 8, opt;
+    int nsizes = 3, nslots = 2, ndevs = 1, window = 8, opt;
     long total_mib = 1024;
     const char *mode;
 
@@ -345,7 +471,7 @@ int main(int argc, char **argv)
     }
     mode = argv[1];
     optind = 2;
-    while ((opt = getopt(argc, argv, "a:s:W:N:t:cd")) != -1) {
+    while ((opt = getopt(argc, argv, "a:s:W:N:t:cdk:B:")) != -1) {
         switch (opt) {
         case 'a': ndevs = parse_list(optarg, devs); break;
         case 's': nsizes = parse_list(optarg, sizes); break;
@@ -354,6 +480,8 @@ int main(int argc, char **argv)
         case 't': total_mib = atol(optarg); break;
         case 'c': use_ce = 1; break;
         case 'd': use_2d = 1; break;
+        case 'k': kernel_ptx = optarg; break;
+        case 'B': blocks_per_sm = atoi(optarg); break;
         default: return 1;
         }
     }
@@ -369,7 +497,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "issue") == 0) {
         CHECK(cuInit(0));
-        issue_run((int)devs[0], sizes, nsizes, window);
+        issue_run((int)devs[0], (int)devs[ndevs > 1 ? 1 : 0], sizes, nsizes, window);
     } else {
         stage_run((int)devs[0], (int)devs[ndevs > 1 ? 1 : 0], sizes, nsizes, slots,
                   nslots, (size_t)total_mib << 20);

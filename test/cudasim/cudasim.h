@@ -325,6 +325,12 @@ CUcontext sim_ctx_current(void);
 /** Current context or CUDA_ERROR_INVALID_CONTEXT. */
 CUresult sim_ctx_require(CUcontext *ctx_p);
 
+/* ---- sim_copy.c ---- */
+/** Add the pieces of a copy of [src, src + len) to [dst, ...) to @a op, as a
+ *  copy on @a stream would make them. */
+CUresult sim_copy_op_add_locked(sim_op_t *op, uintptr_t dst, uintptr_t src,
+                                size_t len, CUstream stream);
+
 /* ---- sim_range.c: address registry ---- */
 sim_range_t *sim_range_new(sim_mem_kind_t kind, uintptr_t base, size_t size,
                            int device);

@@ -162,6 +162,14 @@ static CUresult sim_copy_build(uintptr_t dst, uintptr_t src, size_t len,
     return CUDA_SUCCESS;
 }
 
+CUresult sim_copy_op_add_locked(sim_op_t *op, uintptr_t dst, uintptr_t src,
+                                size_t len, CUstream stream)
+{
+    int wait = 0;
+
+    return sim_copy_build(dst, src, len, stream, op, &wait);
+}
+
 static CUresult sim_copy(CUdeviceptr dst, CUdeviceptr src, size_t len,
                          CUstream hstream, int ptsz, int async_api)
 {

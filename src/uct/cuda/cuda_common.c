@@ -195,6 +195,12 @@ ucs_status_t uct_cuda_queue_init(uct_cuda_queue_t *q)
     q->free_ops    = NULL;
     q->outstanding = 0;
     q->unrecorded  = 0;
+    q->issue_error = CUDA_SUCCESS;
+    q->kernel      = NULL;
+    q->batch_max   = 0;
+    q->batched     = 0;
+    q->launches    = 0;
+    q->kernel_copies = 0;
     if (cuCtxGetCurrent(&q->ctx) != CUDA_SUCCESS) {
         q->ctx = NULL;
     }
@@ -217,6 +223,7 @@ void uct_cuda_queue_cleanup(uct_cuda_queue_t *q)
 {
     uct_cuda_op_t *op;
 
+    uct_cuda_queue_launch(q);
     (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_WARN, cuStreamSynchronize(q->stream));
     for (op = q->head; op != NULL; op = op->next) {
         if (op->done != NULL) {
@@ -310,6 +317,9 @@ static void uct_cuda_queue_record(uct_cuda_queue_t *q)
     (void)cuCtxGetCurrent(&cur);
     pushed = (q->ctx != NULL) && (cur != q->ctx) &&
              (cuCtxPushCurrent(q->ctx) == CUDA_SUCCESS);
+    if (q->batched != 0) {
+        uct_cuda_queue_launch(q);
+    }
     res = cuEventRecord(q->tail->event, q->stream);
     if (res != CUDA_SUCCESS) {
         ucs_error("cuda: cuEventRecord failed (%s): waiting for the stream",
@@ -344,11 +354,17 @@ unsigned uct_cuda_queue_progress(uct_cuda_queue_t *q)
         if (res != CUDA_SUCCESS) {
             ucs_error("cuda: asynchronous copy failed: %s", uct_cuda_cu_name(res));
         }
+        if (q->issue_error != CUDA_SUCCESS) {
+            res = q->issue_error;
+        }
         do {
             op = q->head;
             uct_cuda_queue_complete(q, op, res);
             ++count;
         } while (op != mark);
+    }
+    if (q->head == NULL) {
+        q->issue_error = CUDA_SUCCESS;
     }
     return count;
 }

@@ -17,6 +17,8 @@
 #include <ucs/memory/memtype_cache.h>
 #include <ucs/debug/log.h>
 
+#include "cuda_copy_kernel.h"
+
 #include <cuda.h>
 
 BEGIN_C_DECLS
@@ -122,14 +124,33 @@ typedef struct uct_cuda_op {
  * a single event for all ops pushed since its last call, then polls the
  * oldest recorded event.
  */
+/** The batched copy kernel (cuda_copy_kernel.cu) in one context. */
+typedef struct uct_cuda_kernel {
+    int        state;      /**< 0: not loaded yet, 1: loaded, -1: unavailable */
+    CUmodule   module;
+    CUfunction fn;
+    unsigned   blocks_max; /**< blocks per copy: enough to fill every SM */
+} uct_cuda_kernel_t;
+
 typedef struct uct_cuda_queue {
-    CUstream      stream;
-    CUcontext     ctx;         /**< the stream's context, for late records */
-    uct_cuda_op_t *head;
-    uct_cuda_op_t *tail;
-    uct_cuda_op_t *free_ops;   /**< recycled, events kept */
-    unsigned      outstanding;
-    unsigned      unrecorded;  /**< ops at the tail without an event yet */
+    CUstream          stream;
+    CUcontext         ctx;         /**< the stream's context, for late records */
+    uct_cuda_op_t     *head;
+    uct_cuda_op_t     *tail;
+    uct_cuda_op_t     *free_ops;   /**< recycled, events kept */
+    unsigned          outstanding;
+    unsigned          unrecorded;  /**< ops at the tail without an event yet */
+    CUresult          issue_error; /**< a deferred copy could not be issued:
+                                        ops complete with an error until the
+                                        queue drains */
+    /* Copies deferred to the next progress and launched as one kernel
+     * (uct_cuda_queue_copy()); kernel NULL: every copy is issued at once. */
+    uct_cuda_kernel_t *kernel;
+    size_t            batch_max;   /**< largest copy that is deferred */
+    unsigned          batched;     /**< copies waiting in @a batch */
+    uint64_t          launches;    /**< kernels launched (tests) */
+    uint64_t          kernel_copies; /**< copies they carried (tests) */
+    uct_cuda_copy_kernel_args_t batch;
 } uct_cuda_queue_t;
 
 /** Create the stream (CU_STREAM_NON_BLOCKING) in the current context. */
@@ -152,8 +173,43 @@ ucs_status_t uct_cuda_queue_push(uct_cuda_queue_t *q, uct_completion_t *comp);
 ucs_status_t uct_cuda_queue_push_cb(uct_cuda_queue_t *q, uct_completion_t *comp,
                                     void (*done)(void *arg), void *arg);
 
-/** Complete finished operations in order. @return how many. */
+/** Complete finished operations in order, after launching deferred copies.
+ *  @return how many completed. */
 unsigned uct_cuda_queue_progress(uct_cuda_queue_t *q);
+
+/**
+ * Let copies of at most @a batch_max bytes on @a q wait for the next
+ * progress call, which launches all that gathered as one kernel of @a kernel
+ * (loaded in the queue's context at first use). @a batch_max 0 turns it off.
+ */
+void uct_cuda_queue_enable_batch(uct_cuda_queue_t *q, uct_cuda_kernel_t *kernel,
+                                 size_t batch_max);
+
+/**
+ * Whether a copy of @a len bytes on @a q would be deferred to a batch if its
+ * ends allow it: lets the caller skip the device check of its buffers.
+ */
+static UCS_F_ALWAYS_INLINE int uct_cuda_queue_may_batch(const uct_cuda_queue_t *q,
+                                                        size_t len)
+{
+    return (q->kernel != NULL) && (q->kernel->state >= 0) && (len - 1 < q->batch_max);
+}
+
+/**
+ * Queue a device-to-device copy on @a q. With @a same_device (both ends are
+ * memory of the queue's GPU, which a kernel there can touch), a 16-byte
+ * aligned copy that uct_cuda_queue_may_batch() allows waits for the next
+ * uct_cuda_queue_progress(); any other is issued now with cuMemcpyAsync.
+ * The queue's context must be current. Push the op that waits for it after.
+ */
+ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst,
+                                 CUdeviceptr src, size_t len, int same_device);
+
+/** Launch the copies waiting on @a q now (queue's context current). */
+void uct_cuda_queue_launch(uct_cuda_queue_t *q);
+
+/** Unload the kernel's module (its context current). */
+void uct_cuda_kernel_cleanup(uct_cuda_kernel_t *kernel);
 
 /**
  * Flush: UCS_OK when nothing is outstanding; else UCS_INPROGRESS and, when

@@ -149,6 +149,8 @@ typedef struct uct_cuda_ipc_mapping {
     uint64_t                    length;
     uint64_t                    buffer_id;
     CUdeviceptr                 local_base;
+    int                         device;       /**< ordinal of the GPU the
+                                                   memory is on, -1 unknown */
     unsigned                    refcount;     /**< operations in flight + the cache's 1 */
     int                         cached;       /**< still findable in the cache */
     struct uct_cuda_ipc_pool_import *pool;    /**< POOL: the imported pool */
@@ -213,6 +215,7 @@ typedef struct uct_cuda_ipc_iface_config {
     unsigned           cache_max_regions;
     size_t             cache_max_size;
     int                fd_transfer;
+    size_t             batch_copy_max;
 } uct_cuda_ipc_iface_config_t;
 
 /** Streams of an iface: one per device the peer memory lives on. */
@@ -221,9 +224,12 @@ typedef struct uct_cuda_ipc_iface_config {
 typedef struct uct_cuda_ipc_iface {
     uct_base_iface_t     super;
     CUcontext            ctx;
+    int                  device;         /**< ordinal of ctx's GPU */
     uct_cuda_queue_t     queues[UCT_CUDA_IPC_MAX_PEER_DEVICES];
     uint32_t             queues_created; /**< bit mask of queues[] made so far */
     uct_cuda_ipc_cache_t cache;
+    uct_cuda_kernel_t    kernel;         /**< batched copies on ctx's GPU */
+    size_t               batch_copy_max; /**< UCX_CUDA_IPC_BATCH_COPY_MAX */
 } uct_cuda_ipc_iface_t;
 
 /**
@@ -261,6 +267,10 @@ ucs_status_t uct_cuda_ipc_ep_get_zcopy(uct_ep_h ep, const uct_iov_t *iov,
                                        uct_rkey_t rkey, uct_completion_t *comp);
 ucs_status_t uct_cuda_ipc_ep_flush(uct_ep_h ep, unsigned flags,
                                    uct_completion_t *comp);
+
+/** Kernel launches of an iface and the copies they carried, for tests. */
+void uct_cuda_ipc_iface_batch_stats(uct_iface_h iface, uint64_t *launches,
+                                    uint64_t *copies);
 
 /** Statistics of an iface's mapping cache, for tests (imports, hits, regions). */
 void uct_cuda_ipc_iface_cache_stats(uct_iface_h iface, uint64_t *imports,

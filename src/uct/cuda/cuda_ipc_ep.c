@@ -12,8 +12,11 @@
  * stream for the device that memory lives on (copies with different peer
  * GPUs run concurrently). cuMemcpyAsync takes the direction from unified
  * addressing, so the local buffer may also be host memory (a rendezvous
- * into a host receive buffer, or a put from a host send buffer). The mapping stays referenced until the operation's event has
- * fired, so the cache never unmaps memory a copy still uses.
+ * into a host receive buffer, or a put from a host send buffer). Copies
+ * between two buffers of the iface's own GPU may instead wait for the next
+ * progress and go out as one kernel with others (cuda_batch.c). The mapping
+ * stays referenced until the operation's event has fired, so the cache
+ * never unmaps memory a copy still uses.
  */
 
 static UCS_F_ALWAYS_INLINE uct_cuda_ipc_iface_t *uct_cuda_ipc_ep_iface(uct_ep_h ep)
@@ -41,6 +44,19 @@ void uct_cuda_ipc_ep_destroy(uct_ep_h ep)
     free(ucs_container_of(ep, uct_cuda_ipc_ep_t, super.super));
 }
 
+/* Both ends of a copy on the iface's GPU, where the batch kernel runs. Device
+ * memory only: the kernel must not touch host or managed memory. */
+static int uct_cuda_ipc_ep_same_device(const uct_cuda_ipc_iface_t *iface,
+                                       const uct_cuda_ipc_mapping_t *mapping,
+                                       const void *local, size_t len)
+{
+    uct_cuda_mem_desc_t desc;
+
+    return (mapping->device == iface->device) &&
+           (uct_cuda_mem_describe(local, len, &desc) == UCS_OK) &&
+           (desc.mem_type == UCS_MEMORY_TYPE_CUDA) && (desc.device == iface->device);
+}
+
 static void uct_cuda_ipc_ep_op_done(void *arg)
 {
     uct_cuda_ipc_mapping_t *mapping = arg;
@@ -62,6 +78,7 @@ static ucs_status_t uct_cuda_ipc_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
     int pushed;
     ucs_status_t status;
     unsigned count, j;
+    int same_device;
     size_t i;
 
     if ((remote_addr < key->remote_base) ||
@@ -87,15 +104,17 @@ static ucs_status_t uct_cuda_ipc_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
 
     remote = mapping->local_base + (remote_addr - key->remote_base);
     for (i = 0; i < iovcnt; ++i) {
-        count = (iov[i].count == 0) ? 1 : iov[i].count;
+        count       = (iov[i].count == 0) ? 1 : iov[i].count;
+        same_device = uct_cuda_queue_may_batch(queue, iov[i].length) &&
+                      uct_cuda_ipc_ep_same_device(iface, mapping, iov[i].buffer,
+                                                  (count - 1) * iov[i].stride +
+                                                  iov[i].length);
         for (j = 0; j < count; ++j) {
             local = (CUdeviceptr)(uintptr_t)iov[i].buffer + (size_t)j * iov[i].stride;
             if ((iov[i].length > 0) &&
-                (UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
-                               cuMemcpyAsync(is_put ? remote : local,
-                                             is_put ? local : remote,
-                                             iov[i].length,
-                                             queue->stream)) != UCS_OK)) {
+                (uct_cuda_queue_copy(queue, is_put ? remote : local,
+                                     is_put ? local : remote, iov[i].length,
+                                     same_device) != UCS_OK)) {
                 status = UCS_ERR_IO_ERROR;
                 goto err;
             }
@@ -111,7 +130,9 @@ static ucs_status_t uct_cuda_ipc_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
 
 err:
     /* Nothing to wait for will release the mapping: make sure no copy still
-     * uses it, then drop our reference. */
+     * uses it (copies waiting for a batch included), then drop our
+     * reference. */
+    uct_cuda_queue_launch(queue);
     (void)cuStreamSynchronize(queue->stream);
     uct_cuda_ipc_mapping_put(&iface->cache, mapping);
 out:

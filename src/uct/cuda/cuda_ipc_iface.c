@@ -34,13 +34,23 @@ static ucs_config_field_t uct_cuda_ipc_iface_config_fields[] = {
      "Most bytes of peer memory an iface keeps mapped; least recently used "
      "unused mappings are unmapped beyond it.",
      ucs_offsetof(uct_cuda_ipc_iface_config_t, cache_max_size),
-     UCS_CONFIG_TYPE_SIZE, 0},
+     UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF), 0},
 
     {"FD_TRANSFER", "auto",
      "How file descriptors of VMM and pool memory reach the importer: auto "
      "(pidfd_getfd when permitted, else the exporter's socket), pidfd, socket.",
      ucs_offsetof(uct_cuda_ipc_iface_config_t, fd_transfer),
      UCS_CONFIG_TYPE_ENUM(uct_cuda_ipc_fd_transfer_names), 0},
+
+    {"BATCH_COPY_MAX", "16M",
+     "Largest get/put between two buffers of the same GPU that waits for the "
+     "iface's next progress call, where every such copy gathered since the "
+     "last call is launched as one kernel: one launch costs the CPU about "
+     "what one cuMemcpyAsync does, which limits a stream of mid-size messages "
+     "on one GPU. 0: issue every copy at once with cuMemcpyAsync; inf: no "
+     "limit. Needs a build with nvcc (ucx_info -v says).",
+     ucs_offsetof(uct_cuda_ipc_iface_config_t, batch_copy_max),
+     UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF), 0},
 
     {NULL, NULL, NULL, 0, {NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}, 0}
 };
@@ -147,6 +157,8 @@ uct_cuda_queue_t *uct_cuda_ipc_iface_queue(uct_cuda_ipc_iface_t *iface,
         if (uct_cuda_queue_init(&iface->queues[i]) != UCS_OK) {
             return NULL;
         }
+        uct_cuda_queue_enable_batch(&iface->queues[i], &iface->kernel,
+                                    iface->batch_copy_max);
         iface->queues_created |= UCS_BIT(i);
         ucs_debug("cuda_ipc: iface %p: stream for peer device %u", (void*)iface,
                   device);
@@ -231,14 +243,36 @@ void uct_cuda_ipc_iface_cache_stats(uct_iface_h tl_iface, uint64_t *imports,
     *regions = iface->cache.num_regions;
 }
 
+void uct_cuda_ipc_iface_batch_stats(uct_iface_h tl_iface, uint64_t *launches,
+                                    uint64_t *copies)
+{
+    uct_cuda_ipc_iface_t *iface = ucs_container_of(tl_iface, uct_cuda_ipc_iface_t,
+                                                   super.super);
+    unsigned i;
+
+    *launches = *copies = 0;
+    for (i = 0; i < UCT_CUDA_IPC_MAX_PEER_DEVICES; ++i) {
+        if (iface->queues_created & UCS_BIT(i)) {
+            *launches += iface->queues[i].launches;
+            *copies   += iface->queues[i].kernel_copies;
+        }
+    }
+}
+
 static void uct_cuda_ipc_iface_close(uct_iface_h tl_iface)
 {
     uct_cuda_ipc_iface_t *iface = ucs_container_of(tl_iface, uct_cuda_ipc_iface_t,
                                                    super.super);
 
     int pushed = uct_cuda_ctx_push(iface->ctx);
+    uint64_t launches, copies;
     unsigned i;
 
+    uct_cuda_ipc_iface_batch_stats(tl_iface, &launches, &copies);
+    if (launches > 0) {
+        ucs_debug("cuda_ipc: iface %p: %lu kernel launches carried %lu copies",
+                  (void*)iface, (unsigned long)launches, (unsigned long)copies);
+    }
     /* Operations first: they hold references to mappings. */
     for (i = 0; i < UCT_CUDA_IPC_MAX_PEER_DEVICES; ++i) {
         if (iface->queues_created & UCS_BIT(i)) {
@@ -246,6 +280,7 @@ static void uct_cuda_ipc_iface_close(uct_iface_h tl_iface)
         }
     }
     uct_cuda_ipc_cache_cleanup(&iface->cache);
+    uct_cuda_kernel_cleanup(&iface->kernel);
     uct_cuda_ctx_pop(pushed);
     uct_base_iface_cleanup(&iface->super);
     free(iface);
@@ -303,6 +338,9 @@ static ucs_status_t uct_cuda_ipc_iface_open(uct_md_h md, uct_worker_h worker,
         goto err_base;
     }
 
+    iface->device         = (int)device;
+    iface->batch_copy_max = config->batch_copy_max; /* inf: SIZE_MAX */
+
     cache_config.enable      = config->cache_enable;
     cache_config.max_regions = config->cache_max_regions;
     cache_config.max_size    = config->cache_max_size;
@@ -313,10 +351,11 @@ static ucs_status_t uct_cuda_ipc_iface_open(uct_md_h md, uct_worker_h worker,
     }
 
     ucs_debug("cuda_ipc: opened iface %p on device %d: cache %s, max %u regions / "
-              "%zu bytes, fd transfer %s", (void*)iface, (int)device,
-              cache_config.enable ? "on" : "off", cache_config.max_regions,
-              cache_config.max_size,
-              uct_cuda_ipc_fd_transfer_names[cache_config.fd_transfer]);
+              "%zu bytes, fd transfer %s, batched copies up to %zu bytes",
+              (void*)iface, (int)device, cache_config.enable ? "on" : "off",
+              cache_config.max_regions, cache_config.max_size,
+              uct_cuda_ipc_fd_transfer_names[cache_config.fd_transfer],
+              iface->batch_copy_max);
     *iface_p = &iface->super.super;
     return UCS_OK;
 

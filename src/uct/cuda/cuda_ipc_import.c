@@ -452,11 +452,13 @@ ucs_status_t uct_cuda_ipc_cache_get(uct_cuda_ipc_cache_t *cache,
     m->length      = key->length;
     m->buffer_id   = key->buffer_id;
     m->local_base  = ptr;
+    m->device      = -1;
+    (void)cuPointerGetAttribute(&m->device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
     m->refcount    = 2; /* the cache's and the caller's */
     m->cached      = 1;
-    ucs_debug("cuda_ipc: mapped 0x%lx..+%lu of pid %u at 0x%llx",
+    ucs_debug("cuda_ipc: mapped 0x%lx..+%lu of pid %u at 0x%llx (device %d)",
               (unsigned long)key->remote_base, (unsigned long)key->length, key->pid,
-              (unsigned long long)ptr);
+              (unsigned long long)ptr, m->device);
 
     uct_cuda_ipc_cache_push_front(cache, m);
     ucs_hmap_insert(&cache->map, &m->hash_elem, hash);

@@ -1,0 +1,156 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+/*
+ * Batched device-to-device copies (see cuda_copy_kernel.cu for why).
+ *
+ * A copy that qualifies waits in its queue's argument block instead of
+ * being issued; the queue's next progress launches everything that gathered
+ * as one kernel, right before it records the event that completes those
+ * operations. Under a stream of messages the receiver's progress loop sees
+ * several new copies per call, and they cost one launch instead of one
+ * driver copy call each; a lone copy costs one launch, a little less than a
+ * cuMemcpyAsync. The kernel only touches memory of the queue's own GPU, so
+ * copies with a peer GPU, host memory, managed memory or unaligned ends are
+ * issued at once as before.
+ */
+#include "cuda_common.h"
+
+#include <ucs/sys/sys.h>
+
+#ifdef HAVE_CUDA_COPY_KERNEL
+/* cuda_copy_kernel.cu as PTX, generated at build time (Makefile.am). */
+extern const char uct_cuda_copy_kernel_ptx[];
+#endif
+
+/* Blocks of one copy per SM: 4 x 512 threads fill an SM of a Hopper GPU. */
+#define UCT_CUDA_KERNEL_BLOCKS_PER_SM 4
+
+static void uct_cuda_kernel_load(uct_cuda_kernel_t *k)
+{
+#ifdef HAVE_CUDA_COPY_KERNEL
+    uint64_t start = ucs_get_time_ns();
+    CUdevice dev;
+    CUresult res;
+    int sms = 0;
+
+    k->state = -1;
+    res      = cuModuleLoadData(&k->module, uct_cuda_copy_kernel_ptx);
+    if (res != CUDA_SUCCESS) {
+        ucs_debug("cuda: cannot load the copy kernel (%s): copies are issued "
+                  "one by one", uct_cuda_cu_name(res));
+        return;
+    }
+    res = cuModuleGetFunction(&k->fn, k->module, UCT_CUDA_COPY_KERNEL_NAME);
+    if (res == CUDA_SUCCESS) {
+        res = cuCtxGetDevice(&dev);
+    }
+    if (res == CUDA_SUCCESS) {
+        res = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    }
+    if ((res != CUDA_SUCCESS) || (sms <= 0)) {
+        ucs_debug("cuda: copy kernel unusable (%s): copies are issued one by one",
+                  uct_cuda_cu_name(res));
+        (void)cuModuleUnload(k->module);
+        return;
+    }
+    k->blocks_max = (unsigned)sms * UCT_CUDA_KERNEL_BLOCKS_PER_SM;
+    k->state      = 1;
+    ucs_debug("cuda: copy kernel loaded in %.1f ms (%d SMs, up to %u blocks per "
+              "copy, %d copies per launch)",
+              (ucs_get_time_ns() - start) * 1e-6, sms, k->blocks_max,
+              UCT_CUDA_COPY_KERNEL_MAX_COPIES);
+#else
+    k->state = -1;
+    ucs_debug("cuda: built without nvcc: no copy kernel, copies are issued one "
+              "by one");
+#endif
+}
+
+void uct_cuda_kernel_cleanup(uct_cuda_kernel_t *kernel)
+{
+    if (kernel->state == 1) {
+        (void)cuModuleUnload(kernel->module);
+    }
+    kernel->state = 0;
+}
+
+void uct_cuda_queue_enable_batch(uct_cuda_queue_t *q, uct_cuda_kernel_t *kernel,
+                                 size_t batch_max)
+{
+    q->kernel    = (batch_max > 0) ? kernel : NULL;
+    q->batch_max = batch_max;
+}
+
+/* A launch that failed: the same copies, one driver call each. */
+static void uct_cuda_queue_launch_fallback(uct_cuda_queue_t *q, CUresult why)
+{
+    CUresult res = CUDA_SUCCESS;
+    unsigned i;
+
+    ucs_error("cuda: copy kernel launch failed (%s): issuing its %u copies one "
+              "by one", uct_cuda_cu_name(why), q->batched);
+    for (i = 0; (i < q->batched) && (res == CUDA_SUCCESS); ++i) {
+        res = cuMemcpyAsync(q->batch.dst[i], q->batch.src[i], q->batch.len[i],
+                            q->stream);
+    }
+    if (res != CUDA_SUCCESS) {
+        ucs_error("cuda: cuMemcpyAsync failed too (%s): the waiting operations "
+                  "fail", uct_cuda_cu_name(res));
+        q->issue_error = res;
+    }
+}
+
+void uct_cuda_queue_launch(uct_cuda_queue_t *q)
+{
+    uint64_t longest = 0;
+    unsigned i, blocks;
+    void *args[1];
+    CUresult res;
+
+    if (q->batched == 0) {
+        return;
+    }
+    for (i = 0; i < q->batched; ++i) {
+        longest = (q->batch.len[i] > longest) ? q->batch.len[i] : longest;
+    }
+    longest = (longest + UCT_CUDA_COPY_KERNEL_BLOCK_BYTES - 1) /
+              UCT_CUDA_COPY_KERNEL_BLOCK_BYTES;
+    blocks  = (longest < q->kernel->blocks_max) ? (unsigned)longest :
+                                                  q->kernel->blocks_max;
+    args[0] = &q->batch;
+    res = cuLaunchKernel(q->kernel->fn, blocks, q->batched, 1,
+                         UCT_CUDA_COPY_KERNEL_THREADS, 1, 1, 0, q->stream, args,
+                         NULL);
+    if (res == CUDA_SUCCESS) {
+        ++q->launches;
+        q->kernel_copies += q->batched;
+    } else {
+        uct_cuda_queue_launch_fallback(q, res);
+    }
+    q->batched = 0;
+}
+
+ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst,
+                                 CUdeviceptr src, size_t len, int same_device)
+{
+    unsigned i;
+
+    if (same_device && !((dst | src) & 15) && uct_cuda_queue_may_batch(q, len)) {
+        if (q->kernel->state == 0) {
+            uct_cuda_kernel_load(q->kernel);
+        }
+        if (q->kernel->state > 0) {
+            if (q->batched == UCT_CUDA_COPY_KERNEL_MAX_COPIES) {
+                uct_cuda_queue_launch(q);
+            }
+            i              = q->batched++;
+            q->batch.dst[i] = dst;
+            q->batch.src[i] = src;
+            q->batch.len[i] = len;
+            return UCS_OK;
+        }
+    }
+    return UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuMemcpyAsync(dst, src, len, q->stream));
+}

@@ -1,0 +1,255 @@
+/*
+ * Batched copies of the cuda_ipc transport (src/uct/cuda/cuda_batch.c):
+ * gets and puts between buffers of the importer's own GPU, posted between
+ * two progress calls, go out as one kernel launch; everything else (host
+ * memory, unaligned ends, copies above UCX_CUDA_IPC_BATCH_COPY_MAX, memory
+ * of another GPU) is issued at once. Data is checked byte for byte,
+ * untouched bytes included, and the iface's launch counters say which path
+ * each copy took. On the model the kernel runs as its C version, which
+ * refuses (CUDA_ERROR_ILLEGAL_ADDRESS) any copy a real kernel could not do.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "test_uct_cuda_ipc.h"
+
+#include <uct/cuda/cuda_ipc.h>
+
+#include <string.h>
+
+#include <vector>
+
+using namespace cuda_test;
+using namespace uct_cuda_test;
+using namespace uct_cuda_ipc_test;
+using ucx_test::oob_channel;
+using ucx_test::uct_test_entity;
+
+namespace {
+
+/* The exporter's bytes: position-dependent, so a copy from the wrong
+ * offset shows. */
+unsigned char remote_byte(size_t i)
+{
+    return (unsigned char)(i * 7 + (i >> 9) + 3);
+}
+
+struct batch_stats {
+    uint64_t launches = 0, copies = 0;
+};
+
+batch_stats get_batch_stats(uct_iface_h iface)
+{
+    typedef void (*fn_t)(uct_iface_h, uint64_t*, uint64_t*);
+    fn_t fn = (fn_t)module_symbol("uct_cuda_ipc_iface_batch_stats");
+    batch_stats st;
+
+    if (fn == NULL) {
+        ADD_FAILURE() << "uct_cuda_ipc_iface_batch_stats not found";
+        return st;
+    }
+    fn(iface, &st.launches, &st.copies);
+    return st;
+}
+
+/* Whether this build has the kernel: the model has no nvcc of its own, the
+ * library says so in its configure summary (ucx_info -v). */
+bool have_kernel()
+{
+#ifdef HAVE_CUDA_COPY_KERNEL
+    return true;
+#else
+    return false;
+#endif
+}
+
+/* Exporter on @a device: SIZE bytes of remote_byte(), offered; after the
+ * importer's barrier, the bytes at [PUT_AT, +PUT_LEN) must be its put. */
+const size_t PUT_AT  = 3ul << 20;
+const size_t PUT_LEN = 64 * 1024 + 48;
+
+unsigned char put_byte(size_t i)
+{
+    return (unsigned char)(255 - i * 13);
+}
+
+ucx_test::process_fn_t exporter(int device, bool check_put)
+{
+    return guarded([device, check_put](oob_channel &ch) {
+        init_device(device);
+        std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+        allocation a;
+        ASSERT_CU(a.allocate(mem_kind::legacy, SIZE, device));
+        std::vector<unsigned char> h(SIZE);
+        for (size_t i = 0; i < SIZE; ++i) {
+            h[i] = remote_byte(i);
+        }
+        ASSERT_CU(cuMemcpyHtoD(a.ptr, h.data(), SIZE));
+        ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
+        ASSERT_TRUE(ch.barrier());
+        if (check_put) {
+            ASSERT_CU(cuMemcpyDtoH(h.data(), a.ptr, SIZE));
+            size_t bad = 0;
+            for (size_t i = 0; i < SIZE; ++i) {
+                unsigned char want = ((i >= PUT_AT) && (i < PUT_AT + PUT_LEN)) ?
+                                     put_byte(i - PUT_AT) : remote_byte(i);
+                bad += (h[i] != want);
+            }
+            EXPECT_EQ(0u, bad) << "bytes differing in the exporter's buffer";
+        }
+        ASSERT_TRUE(ch.barrier());
+    });
+}
+
+/* One get: local offset, remote offset, length, local buffer in host memory. */
+struct get_op {
+    size_t local, remote, len;
+    bool   host;
+};
+
+/*
+ * Importer on @a device: post @a ops as gets with no progress in between,
+ * then put PUT_LEN bytes, then wait for all; check every byte of both local
+ * buffers and that @a launches kernels carried @a copies of them.
+ */
+ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op> ops,
+                                uint64_t launches, uint64_t copies)
+{
+    return guarded([=](oob_channel &ch) {
+        if (is_model()) {
+            setenv("CUDASIM_ASYNC", "1", 1); /* copies finish late */
+        }
+        init_device(device);
+        allocation dev, src;
+        ASSERT_CU(dev.allocate(mem_kind::legacy, SIZE, device));
+        ASSERT_CU(src.allocate(mem_kind::legacy, PUT_LEN, device));
+        ASSERT_CU(cuMemsetD8(dev.ptr, 0, SIZE));
+        std::vector<unsigned char> host(SIZE, 0), h(SIZE);
+        for (size_t i = 0; i < PUT_LEN; ++i) {
+            h[i] = put_byte(i);
+        }
+        ASSERT_CU(cuMemcpyHtoD(src.ptr, h.data(), PUT_LEN));
+        ASSERT_CU(cuCtxSynchronize());
+        offer o;
+        ASSERT_TRUE(recv_offer(ch, o));
+        {
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity(config));
+            imported imp(*e, o);
+            ASSERT_UCS_OK(imp.status);
+            std::vector<ucx_test::uct_test_completion> comps(ops.size() + 1);
+            for (size_t i = 0; i < ops.size(); ++i) {
+                CUdeviceptr l = ops[i].host ? (CUdeviceptr)(host.data() + ops[i].local) :
+                                              dev.ptr + ops[i].local;
+                uct_iov_t iov = make_iov(l, ops[i].len);
+                ucs_status_t st = uct_ep_get_zcopy(imp.ep, &iov, 1,
+                                                   imp.remote + ops[i].remote,
+                                                   imp.bundle.rkey, &comps[i].comp);
+                ASSERT_EQ(UCS_INPROGRESS, st) << "get " << i;
+            }
+            uct_iov_t piov = make_iov(src.ptr, PUT_LEN);
+            ASSERT_EQ(UCS_INPROGRESS,
+                      uct_ep_put_zcopy(imp.ep, &piov, 1, imp.remote + PUT_AT,
+                                       imp.bundle.rkey, &comps.back().comp));
+            for (size_t i = 0; i < comps.size(); ++i) {
+                ASSERT_TRUE(wait_comp(*e, comps[i])) << "op " << i;
+                EXPECT_UCS_OK(comps[i].comp.status) << "op " << i;
+            }
+            batch_stats st = get_batch_stats(e->iface());
+            EXPECT_EQ(launches, st.launches);
+            EXPECT_EQ(copies, st.copies);
+        }
+        /* Every byte: the gets' ranges hold the remote bytes, the rest 0. */
+        std::vector<unsigned char> want_dev(SIZE, 0), want_host(SIZE, 0);
+        for (const get_op &op : ops) {
+            std::vector<unsigned char> &w = op.host ? want_host : want_dev;
+            for (size_t k = 0; k < op.len; ++k) {
+                w[op.local + k] = remote_byte(op.remote + k);
+            }
+        }
+        ASSERT_CU(cuMemcpyDtoH(h.data(), dev.ptr, SIZE));
+        size_t bad_dev = 0, bad_host = 0;
+        for (size_t i = 0; i < SIZE; ++i) {
+            bad_dev  += (h[i] != want_dev[i]);
+            bad_host += (host[i] != want_host[i]);
+        }
+        EXPECT_EQ(0u, bad_dev) << "bytes differing in the device buffer";
+        EXPECT_EQ(0u, bad_host) << "bytes differing in the host buffer";
+        ASSERT_TRUE(ch.barrier());
+        ASSERT_TRUE(ch.barrier());
+    });
+}
+
+/* Gets of every kind of case, with BATCH_COPY_MAX=512K: */
+const std::vector<get_op> mixed_ops = {
+    {0, 0, 1ul << 20, false},                    /* above the limit: direct */
+    {(1ul << 20) + 16, 65536 + 32, 65536 + 5, false}, /* odd length: batched */
+    {2ul << 20, (2ul << 20) + 1, 100, false},    /* unaligned remote: direct */
+    {(2ul << 20) + 4097, 4096, 64, false},       /* unaligned local: direct */
+    {(2ul << 20) + 8192, 3ul << 20, 16, false},  /* one word: batched */
+    {(2ul << 20) + 65536, 512 * 1024, 512 * 1024, false}, /* at the limit: batched */
+    {0, 100 * 1024, 4096, true},                 /* host memory: direct */
+    {(3ul << 20) + 4096, 7, 1, false},           /* one byte, unaligned: direct */
+};
+
+} // namespace
+
+class test_uct_cuda_ipc_batch : public ::testing::Test {};
+
+#define SKIP_WITHOUT_KERNEL() \
+    do { \
+        if (!have_kernel()) { \
+            GTEST_SKIP() << "built without nvcc: no copy kernel"; \
+        } \
+    } while (0)
+
+TEST_F(test_uct_cuda_ipc_batch, same_gpu_copies_between_progress_calls_are_one_launch)
+{
+    SKIP_WITHOUT_KERNEL();
+    /* 3 gets and the put qualify: one launch carries all 4. */
+    cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 1, 4),
+                       exporter(0, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, more_copies_than_one_launch_holds_take_several)
+{
+    SKIP_WITHOUT_KERNEL();
+    std::vector<get_op> ops;
+    for (size_t i = 0; i < 40; ++i) {
+        ops.push_back({i * 4096, (i * 37 % 64) * 16384, 16 * (i + 1), false});
+    }
+    /* 40 gets + 1 put = 41 copies: 32 per launch. */
+    cuda_two_processes(importer(0, config_t(), ops, 2, 41), exporter(0, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, batch_copy_max_zero_issues_every_copy_at_once)
+{
+    cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "0"}}, mixed_ops, 0, 0),
+                       exporter(0, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, memory_of_another_gpu_is_never_batched)
+{
+    if (device_count() < 2) {
+        GTEST_SKIP() << "needs two GPUs";
+    }
+    std::vector<get_op> ops = {{0, 0, 65536, false}, {1ul << 20, 4096, 16, false}};
+    /* Exporter's memory on GPU 1, importer on GPU 0: a kernel on GPU 0
+     * must not read it (no peer mapping is promised). */
+    cuda_two_processes(importer(0, config_t(), ops, 0, 0), exporter(1, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, bad_batch_copy_max_is_refused)
+{
+    in_child([] {
+        init_device();
+        setenv("UCX_CUDA_IPC_BATCH_COPY_MAX", "16Q", 1);
+        std::string why;
+        try {
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+        } catch (const ucx_test::uct_test_error &err) {
+            why = err.what();
+        }
+        EXPECT_NE(std::string::npos, why.find("Invalid parameter")) << why;
+    });
+}
