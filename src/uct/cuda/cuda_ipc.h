@@ -23,6 +23,7 @@
 
 #include <ucs/datastruct/hmap.h>
 
+#include <string.h>
 #include <sys/types.h>
 
 BEGIN_C_DECLS
@@ -97,6 +98,17 @@ size_t uct_cuda_ipc_export_cache_size(void);
 /** Number of driver exports made so far (tests: cache hits add none). */
 uint64_t uct_cuda_ipc_export_count(void);
 
+/** The UUID of device @a ordinal (cached), as put in keys; zero when unknown. */
+void uct_cuda_ipc_device_uuid(int ordinal, uint8_t uuid[16]);
+
+/** Whether @a uuid is the all-zero "unknown" (a version 1 key, no driver). */
+static inline int uct_cuda_ipc_uuid_unknown(const uint8_t uuid[16])
+{
+    static const uint8_t zero[16] = {0};
+
+    return !memcmp(uuid, zero, sizeof(zero));
+}
+
 /** Boot id, uid and pid namespace of this process, as put in keys. */
 void uct_cuda_ipc_fill_owner(uct_cuda_ipc_key_t *key);
 
@@ -149,8 +161,8 @@ typedef struct uct_cuda_ipc_mapping {
     uint64_t                    length;
     uint64_t                    buffer_id;
     CUdeviceptr                 local_base;
-    int                         device;       /**< ordinal of the GPU the
-                                                   memory is on, -1 unknown */
+    int                         local_gpu;    /**< the memory is on the
+                                                   importer's GPU (by UUID) */
     unsigned                    refcount;     /**< operations in flight + the cache's 1 */
     int                         cached;       /**< still findable in the cache */
     struct uct_cuda_ipc_pool_import *pool;    /**< POOL: the imported pool */
@@ -172,6 +184,7 @@ typedef struct uct_cuda_ipc_pool_import {
 typedef struct uct_cuda_ipc_cache {
     uct_cuda_ipc_cache_config_t config;
     CUdevice                    device;
+    uint8_t                     device_uuid[16]; /**< zero: unknown */
     ucs_hmap_t                  map;      /**< cached mappings by exporter + base */
     uct_cuda_ipc_mapping_t      *head, *tail;
     unsigned                    num_regions;

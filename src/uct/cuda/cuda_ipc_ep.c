@@ -52,7 +52,7 @@ static int uct_cuda_ipc_ep_same_device(const uct_cuda_ipc_iface_t *iface,
 {
     uct_cuda_mem_desc_t desc;
 
-    return (mapping->device == iface->device) &&
+    return mapping->local_gpu &&
            (uct_cuda_mem_describe(local, len, &desc) == UCS_OK) &&
            (desc.mem_type == UCS_MEMORY_TYPE_CUDA) && (desc.device == iface->device);
 }

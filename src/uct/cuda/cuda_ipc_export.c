@@ -606,7 +606,7 @@ static ucs_status_t uct_cuda_ipc_export_vmm(CUdeviceptr address, size_t length,
 
 /* The UUID of device @a ordinal, cached: a key is packed per message and the
  * answer never changes while the process lives. Zero when unknown. */
-static void uct_cuda_ipc_device_uuid(int ordinal, uint8_t uuid[16])
+void uct_cuda_ipc_device_uuid(int ordinal, uint8_t uuid[16])
 {
     static uint8_t cache[UCT_CUDA_IPC_UUID_CACHE][16];
     static int valid[UCT_CUDA_IPC_UUID_CACHE];

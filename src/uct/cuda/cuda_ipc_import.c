@@ -60,6 +60,7 @@ ucs_status_t uct_cuda_ipc_cache_init(uct_cuda_ipc_cache_t *cache,
     memset(cache, 0, sizeof(*cache));
     cache->config = *config;
     cache->device = device;
+    uct_cuda_ipc_device_uuid((int)device, cache->device_uuid);
     return ucs_hmap_init(&cache->map, uct_cuda_ipc_map_equal, NULL);
 }
 
@@ -452,13 +453,16 @@ ucs_status_t uct_cuda_ipc_cache_get(uct_cuda_ipc_cache_t *cache,
     m->length      = key->length;
     m->buffer_id   = key->buffer_id;
     m->local_base  = ptr;
-    m->device      = -1;
-    (void)cuPointerGetAttribute(&m->device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+    /* By the key's UUID: the driver reports an imported pointer as memory
+     * of the importing context's device even when it lives on a peer. */
+    m->local_gpu   = !uct_cuda_ipc_uuid_unknown(key->device_uuid) &&
+                     !memcmp(key->device_uuid, cache->device_uuid,
+                             sizeof(cache->device_uuid));
     m->refcount    = 2; /* the cache's and the caller's */
     m->cached      = 1;
-    ucs_debug("cuda_ipc: mapped 0x%lx..+%lu of pid %u at 0x%llx (device %d)",
+    ucs_debug("cuda_ipc: mapped 0x%lx..+%lu of pid %u at 0x%llx (%s GPU)",
               (unsigned long)key->remote_base, (unsigned long)key->length, key->pid,
-              (unsigned long long)ptr, m->device);
+              (unsigned long long)ptr, m->local_gpu ? "our" : "another or unknown");
 
     uct_cuda_ipc_cache_push_front(cache, m);
     ucs_hmap_insert(&cache->map, &m->hash_elem, hash);

@@ -261,10 +261,9 @@ static ucs_status_t uct_cuda_ipc_rkey_release(uct_component_t *component,
 static ucs_status_t uct_cuda_ipc_rkey_device_id(uct_component_t *component,
                                                 uct_rkey_t rkey, uint8_t id[16])
 {
-    static const uint8_t unknown[16];
     const uct_cuda_ipc_rkey_t *r = (const uct_cuda_ipc_rkey_t*)(uintptr_t)rkey;
 
-    if (!memcmp(r->key.device_uuid, unknown, sizeof(unknown))) {
+    if (uct_cuda_ipc_uuid_unknown(r->key.device_uuid)) {
         return UCS_ERR_UNSUPPORTED; /* a version 1 key */
     }
     memcpy(id, r->key.device_uuid, 16);

@@ -222,6 +222,14 @@ TEST_F(test_uct_cuda_ipc_batch, more_copies_than_one_launch_holds_take_several)
     cuda_two_processes(importer(0, config_t(), ops, 2, 41), exporter(0, true));
 }
 
+TEST_F(test_uct_cuda_ipc_batch, a_copy_alone_at_progress_is_no_launch)
+{
+    SKIP_WITHOUT_KERNEL();
+    /* Only the put: it waited for company, found none, and went out as an
+     * ordinary copy. */
+    cuda_two_processes(importer(0, config_t(), {}, 0, 0), exporter(0, true));
+}
+
 TEST_F(test_uct_cuda_ipc_batch, batch_copy_max_zero_issues_every_copy_at_once)
 {
     cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "0"}}, mixed_ops, 0, 0),
