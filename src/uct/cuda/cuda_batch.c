@@ -8,7 +8,8 @@
  * A copy that qualifies waits in its queue's argument block instead of
  * being issued; the queue's next progress launches everything that gathered
  * as one kernel, right before it records the event that completes those
- * operations. Under a stream of messages the receiver's progress loop sees
+ * operations. Only copies on a queue with work outstanding wait: on an idle
+ * queue the copy is issued at once, so a ping-pong pays nothing. Under a stream of messages the receiver's progress loop sees
  * several new copies per call, and they cost one launch instead of one
  * driver copy call each; a copy that found no company by then is issued with
  * cuMemcpyAsync after all, which completes sooner than a kernel. The kernel only touches memory of the queue's own GPU, so
@@ -150,7 +151,10 @@ ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst,
 {
     unsigned i;
 
-    if (same_device && !((dst | src) & 15) && uct_cuda_queue_may_batch(q, len)) {
+    /* Only a busy queue gathers: a copy on an idle one is the first of a
+     * burst or a ping-pong, and waiting would only delay it. */
+    if (same_device && ((q->outstanding | q->batched) != 0) && !((dst | src) & 15) &&
+        uct_cuda_queue_may_batch(q, len)) {
         if (q->kernel->state == 0) {
             uct_cuda_kernel_load(q->kernel);
         }

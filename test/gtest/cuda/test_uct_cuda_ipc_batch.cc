@@ -1,7 +1,8 @@
 /*
  * Batched copies of the cuda_ipc transport (src/uct/cuda/cuda_batch.c):
  * gets and puts between buffers of the importer's own GPU, posted between
- * two progress calls, go out as one kernel launch; everything else (host
+ * two progress calls while the queue is busy, go out as one kernel launch;
+ * the first copy on an idle queue, and everything else (host
  * memory, unaligned ends, copies above UCX_CUDA_IPC_BATCH_COPY_MAX, memory
  * of another GPU) is issued at once. Data is checked byte for byte,
  * untouched bytes included, and the iface's launch counters say which path
@@ -180,7 +181,8 @@ ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op>
     });
 }
 
-/* Gets of every kind of case, with BATCH_COPY_MAX=512K: */
+/* Gets of every kind of case, with BATCH_COPY_MAX=512K (the first makes
+ * the queue busy): */
 const std::vector<get_op> mixed_ops = {
     {0, 0, 1ul << 20, false},                    /* above the limit: direct */
     {(1ul << 20) + 16, 65536 + 32, 65536 + 5, false}, /* odd length: batched */
@@ -218,16 +220,25 @@ TEST_F(test_uct_cuda_ipc_batch, more_copies_than_one_launch_holds_take_several)
     for (size_t i = 0; i < 40; ++i) {
         ops.push_back({i * 4096, (i * 37 % 64) * 16384, 16 * (i + 1), false});
     }
-    /* 40 gets + 1 put = 41 copies: 32 per launch. */
-    cuda_two_processes(importer(0, config_t(), ops, 2, 41), exporter(0, true));
+    /* 40 gets + 1 put: the first get finds the queue idle and goes at
+     * once, the other 40 copies wait: 32 per launch. */
+    cuda_two_processes(importer(0, config_t(), ops, 2, 40), exporter(0, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, a_copy_alone_on_an_idle_queue_is_issued_at_once)
+{
+    SKIP_WITHOUT_KERNEL();
+    /* Only the put, on an idle queue: no waiting, no launch. */
+    cuda_two_processes(importer(0, config_t(), {}, 0, 0), exporter(0, true));
 }
 
 TEST_F(test_uct_cuda_ipc_batch, a_copy_alone_at_progress_is_no_launch)
 {
     SKIP_WITHOUT_KERNEL();
-    /* Only the put: it waited for company, found none, and went out as an
-     * ordinary copy. */
-    cuda_two_processes(importer(0, config_t(), {}, 0, 0), exporter(0, true));
+    /* One get makes the queue busy, the put waits for company, finds none,
+     * and goes out as an ordinary copy: no launch. */
+    cuda_two_processes(importer(0, config_t(), {{0, 0, 4096, false}}, 0, 0),
+                       exporter(0, true));
 }
 
 TEST_F(test_uct_cuda_ipc_batch, batch_copy_max_zero_issues_every_copy_at_once)
