@@ -34,7 +34,7 @@ static ucs_config_field_t uct_cuda_ipc_iface_config_fields[] = {
      "Most bytes of peer memory an iface keeps mapped; least recently used "
      "unused mappings are unmapped beyond it.",
      ucs_offsetof(uct_cuda_ipc_iface_config_t, cache_max_size),
-     UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF), 0},
+     UCS_CONFIG_TYPE_SIZE, 0},
 
     {"FD_TRANSFER", "auto",
      "How file descriptors of VMM and pool memory reach the importer: auto "
