@@ -27,22 +27,20 @@
 
 #define SIM_MODULE_MAGIC 0x4d4f444cu /* "MODL" */
 
-typedef enum {
-    SIM_KERNEL_COPY_BATCH
-} sim_kernel_kind_t;
+typedef enum { SIM_KERNEL_COPY_BATCH } sim_kernel_kind_t;
 
 struct CUmod_st {
     uint32_t magic;
-    char     *image;
+    char *image;
 };
 
 struct CUfunc_st {
-    CUmodule          module;
+    CUmodule module;
     sim_kernel_kind_t kind;
 };
 
 static const struct {
-    const char        *name;
+    const char *name;
     sim_kernel_kind_t kind;
 } sim_kernels[] = {
     {UCT_CUDA_COPY_KERNEL_NAME, SIM_KERNEL_COPY_BATCH},
@@ -80,9 +78,8 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
     return sim_module_load(module, image);
 }
 
-CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
-                            unsigned int numOptions, CUjit_option *options,
-                            void **optionValues)
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                            CUjit_option *options, void **optionValues)
 {
     (void)numOptions;
     (void)options;
@@ -120,8 +117,8 @@ static int sim_module_has(CUmodule m, const char *name)
         while ((*q == ' ') || (*q == '\t')) {
             ++q;
         }
-        if ((strncmp(q, name, len) == 0) && ((q[len] == '(') || (q[len] == ' ') ||
-                                             (q[len] == '\n'))) {
+        if ((strncmp(q, name, len) == 0) &&
+            ((q[len] == '(') || (q[len] == ' ') || (q[len] == '\n'))) {
             return 1;
         }
     }
@@ -194,9 +191,10 @@ static CUresult sim_copy_batch_launch(CUstream stream, unsigned copies,
              !sim_kernel_may_touch(args->src[i], args->len[i], device) ||
              ((args->dst[i] | args->src[i]) & 15))) {
             sim_warn("%s: copy %u (0x%llx <- 0x%llx, %llu bytes) is not aligned "
-                     "device memory of device %d", UCT_CUDA_COPY_KERNEL_NAME, i,
-                     (unsigned long long)args->dst[i], (unsigned long long)args->src[i],
-                     (unsigned long long)args->len[i], device);
+                     "device memory of device %d",
+                     UCT_CUDA_COPY_KERNEL_NAME, i, (unsigned long long)args->dst[i],
+                     (unsigned long long)args->src[i], (unsigned long long)args->len[i],
+                     device);
             return CUDA_ERROR_ILLEGAL_ADDRESS;
         }
     }
@@ -208,8 +206,8 @@ static CUresult sim_copy_batch_launch(CUstream stream, unsigned copies,
         if (args->len[i] == 0) {
             continue;
         }
-        status = sim_copy_op_add_locked(op, args->dst[i], args->src[i], args->len[i],
-                                        stream);
+        status =
+            sim_copy_op_add_locked(op, args->dst[i], args->src[i], args->len[i], stream);
         if (status != CUDA_SUCCESS) {
             free(op->segs);
             free(op->staging);
@@ -222,9 +220,8 @@ static CUresult sim_copy_batch_launch(CUstream stream, unsigned copies,
 }
 
 static CUresult sim_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                  unsigned bx, unsigned by, unsigned bz,
-                                  unsigned shmem, CUstream hstream, void **params,
-                                  void **extra, int ptsz)
+                                  unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                  CUstream hstream, void **params, void **extra, int ptsz)
 {
     CUresult status = sim_enter();
     CUstream stream;
@@ -241,7 +238,7 @@ static CUresult sim_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsign
         status = CUDA_ERROR_INVALID_VALUE;
     } else if ((status = sim_stream_resolve(hstream, ptsz, &stream)) == CUDA_SUCCESS) {
         status = sim_copy_batch_launch(stream, gy,
-                                       (const uct_cuda_copy_kernel_args_t*)params[0]);
+                                       (const uct_cuda_copy_kernel_args_t *)params[0]);
     }
     sim_leave();
     return status;
@@ -254,17 +251,15 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         void **kernelParams, void **extra)
 {
     return sim_launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                             blockDimZ, sharedMemBytes, hStream, kernelParams, extra,
-                             0);
+                             blockDimZ, sharedMemBytes, hStream, kernelParams, extra, 0);
 }
 
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
-                             unsigned int gridDimY, unsigned int gridDimZ,
-                             unsigned int blockDimX, unsigned int blockDimY,
-                             unsigned int blockDimZ, unsigned int sharedMemBytes,
-                             CUstream hStream, void **kernelParams, void **extra)
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                             unsigned int gridDimZ, unsigned int blockDimX,
+                             unsigned int blockDimY, unsigned int blockDimZ,
+                             unsigned int sharedMemBytes, CUstream hStream,
+                             void **kernelParams, void **extra)
 {
     return sim_launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                             blockDimZ, sharedMemBytes, hStream, kernelParams, extra,
-                             1);
+                             blockDimZ, sharedMemBytes, hStream, kernelParams, extra, 1);
 }

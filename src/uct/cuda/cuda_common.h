@@ -187,20 +187,22 @@ void uct_cuda_queue_enable_batch(uct_cuda_queue_t *q, uct_cuda_kernel_t *kernel,
 
 /**
  * Whether a copy of @a len bytes on @a q would be deferred to a batch if its
- * ends allow it: lets the caller skip the device check of its buffers.
+ * ends allow it: lets the caller skip the device check of its buffers. Only
+ * a queue with work outstanding gathers: a copy on an idle one starts a burst
+ * or is a ping-pong's, and waiting would only delay it.
  */
 static UCS_F_ALWAYS_INLINE int uct_cuda_queue_may_batch(const uct_cuda_queue_t *q,
                                                         size_t len)
 {
-    return (q->kernel != NULL) && (q->kernel->state >= 0) && (len - 1 < q->batch_max);
+    return (q->kernel != NULL) && (q->kernel->state >= 0) &&
+           (len - 1 < q->batch_max) && ((q->outstanding | q->batched) != 0);
 }
 
 /**
  * Queue a device-to-device copy on @a q. With @a same_device (both ends are
  * memory of the queue's GPU, which a kernel there can touch), a 16-byte
- * aligned copy that uct_cuda_queue_may_batch() allows, on a queue with
- * operations outstanding, waits for the next uct_cuda_queue_progress(); any
- * other is issued now with cuMemcpyAsync.
+ * aligned copy that uct_cuda_queue_may_batch() allows waits for the next
+ * uct_cuda_queue_progress(); any other is issued now with cuMemcpyAsync.
  * The queue's context must be current. Push the op that waits for it after.
  */
 ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst,

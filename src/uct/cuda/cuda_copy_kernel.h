@@ -12,13 +12,13 @@
 #define UCT_CUDA_COPY_KERNEL_MAX_COPIES 32
 
 /** Threads per block; the kernel is compiled for at most this many. */
-#define UCT_CUDA_COPY_KERNEL_THREADS    512
+#define UCT_CUDA_COPY_KERNEL_THREADS 512
 
 /** Bytes one block moves per round: every thread four 16-byte words. */
 #define UCT_CUDA_COPY_KERNEL_BLOCK_BYTES (UCT_CUDA_COPY_KERNEL_THREADS * 64)
 
 /** Name of the kernel in the PTX. */
-#define UCT_CUDA_COPY_KERNEL_NAME       "uct_cuda_copy_batch_kernel"
+#define UCT_CUDA_COPY_KERNEL_NAME "uct_cuda_copy_batch_kernel"
 
 /** Copy i moves len[i] bytes from src[i] to dst[i]; both 16-byte aligned. */
 typedef struct uct_cuda_copy_kernel_args {

@@ -10,7 +10,7 @@
  * refuses (CUDA_ERROR_ILLEGAL_ADDRESS) any copy a real kernel could not do.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include "test_uct_cuda_ipc.h"
@@ -27,7 +27,8 @@ using namespace uct_cuda_ipc_test;
 using ucx_test::oob_channel;
 using ucx_test::uct_test_entity;
 
-namespace {
+namespace
+{
 
 /* The exporter's bytes: position-dependent, so a copy from the wrong
  * offset shows. */
@@ -42,7 +43,7 @@ struct batch_stats {
 
 batch_stats get_batch_stats(uct_iface_h iface)
 {
-    typedef void (*fn_t)(uct_iface_h, uint64_t*, uint64_t*);
+    typedef void (*fn_t)(uct_iface_h, uint64_t *, uint64_t *);
     fn_t fn = (fn_t)module_symbol("uct_cuda_ipc_iface_batch_stats");
     batch_stats st;
 
@@ -93,8 +94,9 @@ ucx_test::process_fn_t exporter(int device, bool check_put)
             ASSERT_CU(cuMemcpyDtoH(h.data(), a.ptr, SIZE));
             size_t bad = 0;
             for (size_t i = 0; i < SIZE; ++i) {
-                unsigned char want = ((i >= PUT_AT) && (i < PUT_AT + PUT_LEN)) ?
-                                     put_byte(i - PUT_AT) : remote_byte(i);
+                unsigned char want = ((i >= PUT_AT) && (i < PUT_AT + PUT_LEN))
+                                         ? put_byte(i - PUT_AT)
+                                         : remote_byte(i);
                 bad += (h[i] != want);
             }
             EXPECT_EQ(0u, bad) << "bytes differing in the exporter's buffer";
@@ -106,7 +108,7 @@ ucx_test::process_fn_t exporter(int device, bool check_put)
 /* One get: local offset, remote offset, length, local buffer in host memory. */
 struct get_op {
     size_t local, remote, len;
-    bool   host;
+    bool host;
 };
 
 /*
@@ -140,12 +142,12 @@ ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op>
             ASSERT_UCS_OK(imp.status);
             std::vector<ucx_test::uct_test_completion> comps(ops.size() + 1);
             for (size_t i = 0; i < ops.size(); ++i) {
-                CUdeviceptr l = ops[i].host ? (CUdeviceptr)(host.data() + ops[i].local) :
-                                              dev.ptr + ops[i].local;
+                CUdeviceptr l = ops[i].host ? (CUdeviceptr)(host.data() + ops[i].local)
+                                            : dev.ptr + ops[i].local;
                 uct_iov_t iov = make_iov(l, ops[i].len);
-                ucs_status_t st = uct_ep_get_zcopy(imp.ep, &iov, 1,
-                                                   imp.remote + ops[i].remote,
-                                                   imp.bundle.rkey, &comps[i].comp);
+                ucs_status_t st =
+                    uct_ep_get_zcopy(imp.ep, &iov, 1, imp.remote + ops[i].remote,
+                                     imp.bundle.rkey, &comps[i].comp);
                 ASSERT_EQ(UCS_INPROGRESS, st) << "get " << i;
             }
             uct_iov_t piov = make_iov(src.ptr, PUT_LEN);
@@ -171,7 +173,7 @@ ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op>
         ASSERT_CU(cuMemcpyDtoH(h.data(), dev.ptr, SIZE));
         size_t bad_dev = 0, bad_host = 0;
         for (size_t i = 0; i < SIZE; ++i) {
-            bad_dev  += (h[i] != want_dev[i]);
+            bad_dev += (h[i] != want_dev[i]);
             bad_host += (host[i] != want_host[i]);
         }
         EXPECT_EQ(0u, bad_dev) << "bytes differing in the device buffer";
@@ -184,25 +186,27 @@ ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op>
 /* Gets of every kind of case, with BATCH_COPY_MAX=512K (the first makes
  * the queue busy): */
 const std::vector<get_op> mixed_ops = {
-    {0, 0, 1ul << 20, false},                    /* above the limit: direct */
-    {(1ul << 20) + 16, 65536 + 32, 65536 + 5, false}, /* odd length: batched */
-    {2ul << 20, (2ul << 20) + 1, 100, false},    /* unaligned remote: direct */
-    {(2ul << 20) + 4097, 4096, 64, false},       /* unaligned local: direct */
-    {(2ul << 20) + 8192, 3ul << 20, 16, false},  /* one word: batched */
+    {0, 0, 1ul << 20, false},                             /* above the limit: direct */
+    {(1ul << 20) + 16, 65536 + 32, 65536 + 5, false},     /* odd length: batched */
+    {2ul << 20, (2ul << 20) + 1, 100, false},             /* unaligned remote: direct */
+    {(2ul << 20) + 4097, 4096, 64, false},                /* unaligned local: direct */
+    {(2ul << 20) + 8192, 3ul << 20, 16, false},           /* one word: batched */
     {(2ul << 20) + 65536, 512 * 1024, 512 * 1024, false}, /* at the limit: batched */
-    {0, 100 * 1024, 4096, true},                 /* host memory: direct */
-    {(3ul << 20) + 4096, 7, 1, false},           /* one byte, unaligned: direct */
+    {0, 100 * 1024, 4096, true},                          /* host memory: direct */
+    {(3ul << 20) + 4096, 7, 1, false}, /* one byte, unaligned: direct */
 };
 
 } // namespace
 
-class test_uct_cuda_ipc_batch : public ::testing::Test {};
+class test_uct_cuda_ipc_batch : public ::testing::Test
+{
+};
 
-#define SKIP_WITHOUT_KERNEL() \
-    do { \
-        if (!have_kernel()) { \
-            GTEST_SKIP() << "built without nvcc: no copy kernel"; \
-        } \
+#define SKIP_WITHOUT_KERNEL()                                                            \
+    do {                                                                                 \
+        if (!have_kernel()) {                                                            \
+            GTEST_SKIP() << "built without nvcc: no copy kernel";                        \
+        }                                                                                \
     } while (0)
 
 TEST_F(test_uct_cuda_ipc_batch, same_gpu_copies_between_progress_calls_are_one_launch)
