@@ -60,6 +60,9 @@ typedef struct sim_config {
     int      fabric;         /**< CUDASIM_FABRIC: fabric handles permitted */
     int      cpu_access;     /**< CUDASIM_CPU_ACCESS: device memory CPU-visible */
     int      memops;         /**< CUDASIM_MEMOPS: stream memory operations work */
+    int      kernels;        /**< CUDASIM_KERNELS: modules load */
+    long     launch_fail;    /**< CUDASIM_LAUNCH_FAIL: launches from this one
+                                  (1-based) fail; 0: none */
     size_t   device_mem;     /**< CUDASIM_DEVICE_MEM_MB, per device */
 } sim_config_t;
 

@@ -18,6 +18,11 @@
  * and a diagnostic (on a GPU it would fault later and poison the context;
  * the model reports it where it happens). Launch geometry is checked
  * against the kernel's limits (at most 512 threads per block).
+ *
+ * Faults on demand: CUDASIM_KERNELS=0 makes every module fail to load as
+ * PTX too new for the driver does (CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+ * CUDASIM_LAUNCH_FAIL=N makes the N-th launch of the process and every one
+ * after it fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, queueing nothing.
  */
 #include "cudasim.h"
 #include "cuda_copy_kernel.h"
@@ -58,7 +63,9 @@ static CUresult sim_module_load(CUmodule *module, const void *image)
     if ((module == NULL) || (image == NULL)) {
         status = CUDA_ERROR_INVALID_VALUE;
     } else if ((status = sim_ctx_require(&ctx)) == CUDA_SUCCESS) {
-        if (strstr(image, ".entry") == NULL) {
+        if (!sim.cfg.kernels) {
+            status = CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+        } else if (strstr(image, ".entry") == NULL) {
             status = CUDA_ERROR_INVALID_IMAGE;
         } else if (((m = calloc(1, sizeof(*m))) == NULL) ||
                    ((m->image = strdup(image)) == NULL)) {
@@ -223,13 +230,16 @@ static CUresult sim_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsign
                                   unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                   CUstream hstream, void **params, void **extra, int ptsz)
 {
+    static long launches;
     CUresult status = sim_enter();
     CUstream stream;
 
     if (status != CUDA_SUCCESS) {
         return status;
     }
-    if ((f == NULL) || (f->module->magic != SIM_MODULE_MAGIC)) {
+    if ((sim.cfg.launch_fail > 0) && (++launches >= sim.cfg.launch_fail)) {
+        status = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    } else if ((f == NULL) || (f->module->magic != SIM_MODULE_MAGIC)) {
         status = CUDA_ERROR_INVALID_HANDLE;
     } else if ((gx == 0) || (gy == 0) || (gz == 0) || (bx == 0) || (by == 0) ||
                (bz == 0) || (gy > 65535) || (gz > 65535) ||

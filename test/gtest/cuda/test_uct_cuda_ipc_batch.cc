@@ -117,11 +117,15 @@ struct get_op {
  * buffers and that @a launches kernels carried @a copies of them.
  */
 ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op> ops,
-                                uint64_t launches, uint64_t copies)
+                                uint64_t launches, uint64_t copies,
+                                config_t model_env = config_t())
 {
     return guarded([=](oob_channel &ch) {
         if (is_model()) {
             setenv("CUDASIM_ASYNC", "1", 1); /* copies finish late */
+            for (const auto &kv : model_env) {
+                setenv(kv.first.c_str(), kv.second.c_str(), 1);
+            }
         }
         init_device(device);
         allocation dev, src;
@@ -248,6 +252,31 @@ TEST_F(test_uct_cuda_ipc_batch, a_copy_alone_at_progress_is_no_launch)
 TEST_F(test_uct_cuda_ipc_batch, batch_copy_max_zero_issues_every_copy_at_once)
 {
     cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "0"}}, mixed_ops, 0, 0),
+                       exporter(0, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, driver_refusing_the_kernel_gets_copies_one_by_one)
+{
+    if (!is_model()) {
+        GTEST_SKIP() << "the driver's refusal is injected on the model only";
+    }
+    /* As a driver too old for the PTX: the module does not load, every copy
+     * is issued at once, all data arrives. */
+    cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 0, 0,
+                                {{"CUDASIM_KERNELS", "0"}}),
+                       exporter(0, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, failed_launch_falls_back_to_driver_copies)
+{
+    SKIP_WITHOUT_KERNEL();
+    if (!is_model()) {
+        GTEST_SKIP() << "launch failures are injected on the model only";
+    }
+    /* Every launch fails: the 4 gathered copies go out one by one (and are
+     * not counted as carried by a launch); no byte is lost. */
+    cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 0, 0,
+                                {{"CUDASIM_LAUNCH_FAIL", "1"}}),
                        exporter(0, true));
 }
 
