@@ -60,6 +60,16 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "every turn (~140 us each on an H200). Applies to UCX_RNDV_SCHEME=auto.",
      offsetof(ucp_config_t, rndv_one_copier), UCS_CONFIG_TYPE_BOOL},
 
+    {"RNDV_SAME_GPU_WHOLE_PIECES", "y",
+     "When neither buffer of a rendezvous can be exported and both are on the\n"
+     "same GPU, the device-fragment pipeline stages a message in pieces as\n"
+     "large as a fragment (n: cut messages smaller than the pipeline depth\n"
+     "of fragments into depth pieces, as across GPUs). On one GPU the two\n"
+     "processes' copies cannot overlap, and every switch between them costs\n"
+     "~140 us on an H200: whole pieces let more messages share the fragment\n"
+     "pool with fewer switches each.",
+     offsetof(ucp_config_t, rndv_whole_pieces), UCS_CONFIG_TYPE_BOOL},
+
     {"RNDV_SAME_GPU_HOST_MAX", "512K",
      "When neither buffer of a rendezvous can be exported and both are on the\n"
      "same GPU, messages from 32K up to this size (at most the host fragment\n"
@@ -124,6 +134,7 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
     rndv->thresh    = config->rndv_thresh;
     rndv->scheme    = (ucp_rndv_scheme_t)config->rndv_scheme;
     rndv->one_copier = config->rndv_one_copier;
+    rndv->whole_pieces = config->rndv_whole_pieces;
     rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_type;
     if (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO) {
         rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_types;

@@ -49,6 +49,12 @@ const char *ucp_proto_stat_transport(ucp_ep_h ep, ucp_proto_stat_t proto);
 void ucp_worker_proto_stats(ucp_worker_h worker,
                             uint64_t counts[UCP_PROTO_STAT_LAST]);
 
+/**
+ * Pieces of messages the worker staged into device fragments as a
+ * rendezvous sender (one copy each), since it was created.
+ */
+uint64_t ucp_worker_rndv_pipe_pieces(ucp_worker_h worker);
+
 END_C_DECLS
 
 #endif

@@ -544,3 +544,13 @@ unsigned ucp_rndv_progress(ucp_worker_h worker)
     }
     return count;
 }
+
+uint64_t ucp_worker_rndv_pipe_pieces(ucp_worker_h worker)
+{
+    uint64_t pieces;
+
+    ucp_worker_lock(worker);
+    pieces = (worker->rndv != NULL) ? worker->rndv->pipe_pieces : 0;
+    ucp_worker_unlock(worker);
+    return pieces;
+}

@@ -62,6 +62,16 @@ enum {
     UCP_RNDV_RTR_PIPE_AM   = 3   /* send RNDV_DATA messages */
 };
 
+/* Flags above the mode in an RTR's mode field. SAME_GPU (with PIPE_CUDA):
+ * both buffers are on one GPU, where the two processes' copies cannot
+ * overlap and each switch between them costs ~140 us on an H200: the
+ * sender stages whole fragments instead of cutting a message into depth
+ * pieces, so that more messages are in flight and each costs one switch
+ * per process. */
+#define UCP_RNDV_RTR_MODE_MASK     0xffu
+#define UCP_RNDV_RTR_FLAG_SAME_GPU 0x100u
+
+
 typedef struct ucp_rndv_rtr {
     uint64_t sreq_id;
     uint64_t rreq_id;
@@ -132,6 +142,8 @@ typedef struct ucp_rndv_req {
     size_t             next_offset; /* next byte to stage / send */
     size_t             done_bytes;  /* acknowledged / received */
     unsigned           inflight;    /* fragments out */
+    int                whole_pieces; /* sender: a piece fills a fragment
+                                        (UCP_RNDV_RTR_FLAG_SAME_GPU) */
     struct ucp_rndv_frag *stage;    /* host fragment (AM data) */
     int                waiting;     /* on the worker's fragment waiters */
     ucs_list_link_t    wait_link;

@@ -40,6 +40,7 @@ struct ucp_rndv_worker {
     ucs_list_link_t           free_ops;      /* recycled ucp_rndv_op_t */
     ucp_rndv_key_cache_t      *own_keys;     /* exportability of our keys */
     unsigned                  progress_calls;
+    uint64_t                  pipe_pieces;   /* copies into device fragments */
     ucp_rndv_tx_key_t         tx_key;
 };
 

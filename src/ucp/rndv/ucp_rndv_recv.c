@@ -62,15 +62,19 @@ static int ucp_rndv_recv_host_to_host(const ucp_rndv_req_t *rreq)
  * engines, which need no switch (64 KiB: ~34 us instead of ~160 us). Beyond
  * a host fragment, the slower host path loses (docs/rendezvous.md).
  */
+static int ucp_rndv_recv_same_gpu(ucp_rndv_req_t *rreq)
+{
+    return (rreq->peer_gpu != 0) && (rreq->buffer != NULL) &&
+           (rreq->mem_type != UCS_MEMORY_TYPE_HOST) &&
+           (ucp_rndv_gpu_tag(ucp_rndv_req_gpu(rreq)) == rreq->peer_gpu);
+}
+
 static int ucp_rndv_recv_same_gpu_host_stage(ucp_rndv_req_t *rreq)
 {
     const ucp_rndv_config_t *cfg = &rreq->worker->context->rndv;
 
-    return cfg->frag_type_auto && (rreq->peer_gpu != 0) &&
-           (rreq->length >= UCP_RNDV_SAME_GPU_HOST_MIN) &&
-           (rreq->length <= cfg->same_gpu_host_max) && (rreq->buffer != NULL) &&
-           (rreq->mem_type != UCS_MEMORY_TYPE_HOST) &&
-           (ucp_rndv_gpu_tag(ucp_rndv_req_gpu(rreq)) == rreq->peer_gpu);
+    return cfg->frag_type_auto && (rreq->length >= UCP_RNDV_SAME_GPU_HOST_MIN) &&
+           (rreq->length <= cfg->same_gpu_host_max) && ucp_rndv_recv_same_gpu(rreq);
 }
 
 static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
@@ -98,10 +102,16 @@ static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
                       UCP_PROTO_STAT_RNDV_AM : UCP_PROTO_STAT_RNDV_PIPE_HOST;
     }
     rreq->mode = rtr.mode;
-    ucs_debug("ucp: rendezvous receive 0x%llx: pipeline, %s", 
+    if ((rtr.mode == UCP_RNDV_RTR_PIPE_CUDA) && worker->context->rndv.whole_pieces &&
+        ucp_rndv_recv_same_gpu(rreq)) {
+        rtr.mode |= UCP_RNDV_RTR_FLAG_SAME_GPU;
+    }
+    ucs_debug("ucp: rendezvous receive 0x%llx: pipeline, %s%s",
               (unsigned long long)rreq->id,
-              (rtr.mode == UCP_RNDV_RTR_PIPE_CUDA) ? "device fragments" :
-                                                     "active messages");
+              (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) ? "device fragments" :
+                                                       "active messages",
+              (rtr.mode & UCP_RNDV_RTR_FLAG_SAME_GPU) ? ", whole pieces (same GPU)" :
+                                                        "");
     status = ucp_rndv_ctrl_send(worker, rreq->peer_uuid, UCP_AM_ID_RNDV_RTR, &rtr,
                                 sizeof(rtr), NULL, 0);
     if (status != UCS_OK) {

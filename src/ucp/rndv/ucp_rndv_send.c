@@ -307,7 +307,9 @@ static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
             ucp_rndv_send_abort(rreq, UCS_ERR_NO_MEMORY);
             return;
         }
-        piece      = ucp_rndv_send_piece_size(rreq->length, frag->size,
+        piece      = rreq->whole_pieces ?
+                     frag->size :
+                     ucp_rndv_send_piece_size(rreq->length, frag->size,
                                               worker->context->rndv.depth);
         len        = rreq->length - rreq->next_offset;
         len        = (len < piece) ? len : piece;
@@ -325,6 +327,7 @@ static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
         }
         rreq->next_offset += len;
         ++rreq->inflight;
+        ++worker->rndv->pipe_pieces;
     }
 }
 
@@ -518,7 +521,7 @@ ucs_status_t ucp_rndv_am_rtr(void *arg, void *data, size_t length, unsigned flag
     if (rtr.length < rreq->length) {
         rreq->length = rtr.length;
     }
-    if (rtr.mode == UCP_RNDV_RTR_PUT) {
+    if ((rtr.mode & UCP_RNDV_RTR_MODE_MASK) == UCP_RNDV_RTR_PUT) {
         rreq->mode = UCP_RNDV_RTR_PUT;
         status = ucp_rndv_send_put(rreq, &rtr, (const char*)data + sizeof(rtr));
         if (status == UCS_OK) {
@@ -526,11 +529,12 @@ ucs_status_t ucp_rndv_am_rtr(void *arg, void *data, size_t length, unsigned flag
         }
         ucp_rndv_warn_import_failed(status);
         /* The receiver handles data messages in any mode. */
-    } else if (rtr.mode == UCP_RNDV_RTR_PIPE_CUDA) {
+    } else if ((rtr.mode & UCP_RNDV_RTR_MODE_MASK) == UCP_RNDV_RTR_PIPE_CUDA) {
         ep = ucp_worker_find_ep(worker, rreq->peer_uuid);
         if (ucp_rndv_send_can_frag(rreq, ep)) {
-            rreq->mode  = UCP_RNDV_RTR_PIPE_CUDA;
-            rreq->proto = UCP_PROTO_STAT_RNDV_PIPE_CUDA;
+            rreq->mode         = UCP_RNDV_RTR_PIPE_CUDA;
+            rreq->proto        = UCP_PROTO_STAT_RNDV_PIPE_CUDA;
+            rreq->whole_pieces = !!(rtr.mode & UCP_RNDV_RTR_FLAG_SAME_GPU);
             ucp_rndv_send_frag_fill(rreq);
             return UCS_OK;
         }

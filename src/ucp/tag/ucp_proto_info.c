@@ -69,6 +69,10 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
            "one copier: both buffers exportable on one GPU, the lower worker "
            "uuid copies (a higher-uuid receiver asks for put)" :
            "off: the receiver's rule above alone");
+    if (cuda_frags && cfg->whole_pieces) {
+        printf("| same GPU      | device-fragment pipeline: one piece per fragment "
+               "(UCX_RNDV_SAME_GPU_WHOLE_PIECES)\n");
+    }
     if (cuda_frags && cfg->frag_type_auto &&
         (cfg->same_gpu_host_max >= UCP_RNDV_SAME_GPU_HOST_MIN)) {
         printf("| same GPU      | neither buffer exportable, %lu..%zu B: pipeline "

@@ -147,6 +147,8 @@ public:
         ucp_worker_proto_stats(m_worker, counts);
         return counts[proto];
     }
+
+    uint64_t pipe_pieces() { return ucp_worker_rndv_pipe_pieces(m_worker); }
 };
 
 /* Check [0, offset) and the guard untouched, the message intact. */
@@ -171,7 +173,8 @@ void check_received(buffer &b, size_t size, unsigned seed, const std::string &wh
 void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
                const std::vector<std::pair<std::string, std::string>> &env,
                const std::vector<size_t> &sizes, unsigned concurrent = 1,
-               size_t rndv_from = 8 * 1024, int sender_dev = 0)
+               size_t rndv_from = 8 * 1024, int sender_dev = 0,
+               long sender_pieces = -1)
 {
     auto receiver = [&](oob_channel &oob) {
         set_env(env);
@@ -237,6 +240,10 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
                 ASSERT_EQ(UCS_OK, p.wait(r)) << size;
             }
             ASSERT_TRUE(oob.barrier());
+        }
+        if (sender_pieces >= 0) {
+            EXPECT_EQ((uint64_t)sender_pieces, p.pipe_pieces())
+                    << "copies into device fragments";
         }
         p.cleanup(oob);
     };
@@ -352,10 +359,22 @@ TEST_F(test_ucp_cuda_rndv_misc, auto_threshold_keeps_eager_for_other_device_send
 
 TEST_F(test_ucp_cuda_rndv_misc, pipeline_pieces_smaller_than_fragments)
 {
-    /* 3 MiB + 5 through 2 MiB fragments, depth 4: pieces of 1 MiB, the last
-     * one 5 bytes, each in a fragment of its own. */
+    /* Pieces as across GPUs (UCX_RNDV_SAME_GPU_WHOLE_PIECES=n): 3 MiB + 5
+     * through 2 MiB fragments, depth 4: pieces of 1 MiB, the last one 5
+     * bytes, each in a fragment of its own. */
     run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
-              {{"UCX_RNDV_FRAG_SIZE", "cuda:2M"}}, {3 * 1024 * 1024 + 5});
+              {{"UCX_RNDV_FRAG_SIZE", "cuda:2M"},
+               {"UCX_RNDV_SAME_GPU_WHOLE_PIECES", "n"}},
+              {3 * 1024 * 1024 + 5}, 1, 8 * 1024, 0, 4);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, same_gpu_pipeline_fills_whole_fragments)
+{
+    /* Both buffers on one GPU: 3 MiB + 5 through 2 MiB fragments is one
+     * full fragment and the rest; 1 MiB fits one fragment whole. */
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_FRAG_SIZE", "cuda:2M"}},
+              {3 * 1024 * 1024 + 5, 1024 * 1024}, 1, 8 * 1024, 0, 2 + 1);
 }
 
 const kind_t k_host = {true, mem_kind::legacy};
@@ -392,6 +411,19 @@ TEST_F(test_ucp_cuda_rndv_misc, two_gpus_non_exportable_pair_keeps_device_fragme
     }
     run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA, k_host_stage_env,
               {64 * 1024}, 1, 8 * 1024, 1);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, two_gpus_pipeline_keeps_pieces)
+{
+    if (cuda_test::device_count() < 2) {
+        GTEST_SKIP() << "needs two CUDA devices";
+    }
+    /* Sender on GPU 1, receiver on GPU 0: copies of the two GPUs overlap,
+     * so 3 MiB + 5 through 2 MiB fragments is still cut into depth (4)
+     * pieces: 1 MiB, 1 MiB, 1 MiB and 5 bytes. */
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_FRAG_SIZE", "cuda:2M"}}, {3 * 1024 * 1024 + 5}, 1, 8 * 1024,
+              1, 4);
 }
 
 /* Host -> host between peers with cuda_ipc lanes: with the default
