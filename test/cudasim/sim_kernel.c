@@ -32,16 +32,19 @@
 
 #define SIM_MODULE_MAGIC 0x4d4f444cu /* "MODL" */
 
-typedef enum { SIM_KERNEL_COPY_BATCH } sim_kernel_kind_t;
-
-struct CUmod_st {
-    uint32_t magic;
-    char *image;
-};
+typedef enum { SIM_KERNEL_COPY_BATCH, SIM_KERNEL_LAST } sim_kernel_kind_t;
 
 struct CUfunc_st {
     CUmodule module;
     sim_kernel_kind_t kind;
+};
+
+/* A module owns the handles of its functions, as the driver's do: they die
+ * with it. One per kernel the model knows. */
+struct CUmod_st {
+    uint32_t magic;
+    char *image;
+    struct CUfunc_st funcs[SIM_KERNEL_LAST];
 };
 
 static const struct {
@@ -151,13 +154,7 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
             if (strcmp(sim_kernels[i].name, name) != 0) {
                 continue;
             }
-            f = calloc(1, sizeof(*f));
-            if (f == NULL) {
-                status = CUDA_ERROR_OUT_OF_MEMORY;
-                break;
-            }
-            /* Functions live as long as the process: the driver's handles
-             * die with the module, but nothing may use them after that. */
+            f         = &hmod->funcs[sim_kernels[i].kind];
             f->module = hmod;
             f->kind   = sim_kernels[i].kind;
             *hfunc    = f;
