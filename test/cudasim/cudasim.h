@@ -328,6 +328,11 @@ CUcontext sim_ctx_current(void);
 /** Current context or CUDA_ERROR_INVALID_CONTEXT. */
 CUresult sim_ctx_require(CUcontext *ctx_p);
 
+/* ---- sim_kernel.c ---- */
+/** Exported for tests: cuLaunchKernel calls of this process, refused ones
+ *  included. */
+unsigned long long cudasim_kernel_launch_calls(void);
+
 /* ---- sim_copy.c ---- */
 /** Add the pieces of a copy of [src, src + len) to [dst, ...) to @a op, as a
  *  copy on @a stream would make them. */

@@ -14,7 +14,8 @@
  * cuModuleGetFunction finds only names the image has. Like a real kernel,
  * the copy may touch only device memory its GPU can reach: pageable or
  * pinned host memory, managed memory, memory of another GPU or without
- * access for this one makes the launch fail with CUDA_ERROR_ILLEGAL_ADDRESS
+ * access for this one, and cuMemAlloc memory or legacy IPC mappings of
+ * another context make the launch fail with CUDA_ERROR_ILLEGAL_ADDRESS
  * and a diagnostic (on a GPU it would fault later and poison the context;
  * the model reports it where it happens). Launch geometry is checked
  * against the kernel's limits (at most 512 threads per block).
@@ -169,13 +170,18 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
     return status;
 }
 
-/* Whether a kernel on @a device may touch [addr, addr + len). */
-static int sim_kernel_may_touch(uintptr_t addr, size_t len, int device)
+/* Whether a kernel on @a stream may touch [addr, addr + len): device memory
+ * of the stream's GPU, and for cuMemAlloc memory and legacy IPC mappings of
+ * the stream's context (another context's allocation is not mapped in it). */
+static int sim_kernel_may_touch(uintptr_t addr, size_t len, CUstream stream)
 {
     sim_range_t *range = sim_range_find(addr);
 
     return (range != NULL) && !range->cpu_visible && (range->kind != SIM_MEM_MANAGED) &&
-           (range->device == device) && (addr + len <= range->base + range->size);
+           (range->device == stream->ctx->device) &&
+           (((range->kind != SIM_MEM_LEGACY) && (range->kind != SIM_MEM_LEGACY_IMPORT)) ||
+            (range->ctx == stream->ctx)) &&
+           (addr + len <= range->base + range->size);
 }
 
 static CUresult sim_copy_batch_launch(CUstream stream, unsigned copies,
@@ -191,8 +197,8 @@ static CUresult sim_copy_batch_launch(CUstream stream, unsigned copies,
     }
     for (i = 0; i < copies; ++i) {
         if ((args->len[i] > 0) &&
-            (!sim_kernel_may_touch(args->dst[i], args->len[i], device) ||
-             !sim_kernel_may_touch(args->src[i], args->len[i], device) ||
+            (!sim_kernel_may_touch(args->dst[i], args->len[i], stream) ||
+             !sim_kernel_may_touch(args->src[i], args->len[i], stream) ||
              ((args->dst[i] | args->src[i]) & 15))) {
             sim_warn("%s: copy %u (0x%llx <- 0x%llx, %llu bytes) is not aligned "
                      "device memory of device %d",
@@ -223,18 +229,29 @@ static CUresult sim_copy_batch_launch(CUstream stream, unsigned copies,
     return CUDA_SUCCESS;
 }
 
+/* Calls of cuLaunchKernel in this process, failed ones included. */
+static unsigned long long sim_launch_calls;
+
+/* For tests: how many launches the process asked for (the model refuses
+ * some; a count of 0 says no kernel was even tried). */
+unsigned long long cudasim_kernel_launch_calls(void)
+{
+    return __atomic_load_n(&sim_launch_calls, __ATOMIC_RELAXED);
+}
+
 static CUresult sim_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                   unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                   CUstream hstream, void **params, void **extra, int ptsz)
 {
-    static long launches;
     CUresult status = sim_enter();
     CUstream stream;
 
     if (status != CUDA_SUCCESS) {
         return status;
     }
-    if ((sim.cfg.launch_fail > 0) && (++launches >= sim.cfg.launch_fail)) {
+    __atomic_add_fetch(&sim_launch_calls, 1, __ATOMIC_RELAXED);
+    if ((sim.cfg.launch_fail > 0) &&
+        (sim_launch_calls >= (unsigned long long)sim.cfg.launch_fail)) {
         status = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
     } else if ((f == NULL) || (f->module->magic != SIM_MODULE_MAGIC)) {
         status = CUDA_ERROR_INVALID_HANDLE;

@@ -67,7 +67,8 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "of fragments into depth pieces, as across GPUs). On one GPU the two\n"
      "processes' copies cannot overlap, and every switch between them costs\n"
      "~140 us on an H200: whole pieces let more messages share the fragment\n"
-     "pool with fewer switches each.",
+     "pool with fewer switches each. The receiver's setting decides (it tells\n"
+     "the sender in its reply).",
      offsetof(ucp_config_t, rndv_whole_pieces), UCS_CONFIG_TYPE_BOOL},
 
     {"RNDV_SAME_GPU_HOST_MAX", "512K",

@@ -86,15 +86,36 @@ void uct_cuda_queue_enable_batch(uct_cuda_queue_t *q, uct_cuda_kernel_t *kernel,
     q->batch_max = batch_max;
 }
 
-/* A launch that failed: the same copies, one driver call each. */
+/* Deferred copies that could not be issued: the ops they belong to fail.
+ * Those are the ops pushed since the last event record, and the op whose
+ * copies are being queued when it is not pushed yet (its push takes the
+ * error); ops before them had their copies issued and keep their result. */
+static void uct_cuda_queue_fail_deferred(uct_cuda_queue_t *q, CUresult res)
+{
+    uct_cuda_op_t *op, *first = q->head;
+
+    for (op = q->head; op != NULL; op = op->next) {
+        if (op->recorded) {
+            first = op->next;
+        }
+    }
+    for (op = first; op != NULL; op = op->next) {
+        op->error = res;
+    }
+    q->issue_error = res;
+}
+
+/* A launch that failed: the same copies, one driver call each. The kernel
+ * is not tried again: a launch that failed once would fail every time. */
 static void uct_cuda_queue_launch_fallback(uct_cuda_queue_t *q, CUresult why)
 {
     CUresult res = CUDA_SUCCESS;
     unsigned i;
 
     ucs_error("cuda: copy kernel launch failed (%s): issuing its %u copies one "
-              "by one",
+              "by one, and later copies at once",
               uct_cuda_cu_name(why), q->batched);
+    q->kernel->state = -1;
     for (i = 0; (i < q->batched) && (res == CUDA_SUCCESS); ++i) {
         res = cuMemcpyAsync(q->batch.dst[i], q->batch.src[i], q->batch.len[i], q->stream);
     }
@@ -102,7 +123,7 @@ static void uct_cuda_queue_launch_fallback(uct_cuda_queue_t *q, CUresult why)
         ucs_error("cuda: cuMemcpyAsync failed too (%s): the waiting operations "
                   "fail",
                   uct_cuda_cu_name(res));
-        q->issue_error = res;
+        uct_cuda_queue_fail_deferred(q, res);
     }
 }
 
@@ -125,7 +146,7 @@ void uct_cuda_queue_launch(uct_cuda_queue_t *q)
             ucs_error("cuda: cuMemcpyAsync failed (%s): the waiting operation "
                       "fails",
                       uct_cuda_cu_name(res));
-            q->issue_error = res;
+            uct_cuda_queue_fail_deferred(q, res);
         }
         q->batched = 0;
         return;
@@ -169,5 +190,15 @@ ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst, CUdevicep
             return UCS_OK;
         }
     }
+    /* Copies waiting for a batch go first: the stream keeps the order in
+     * which the copies were asked for, which a fence relies on. */
+    uct_cuda_queue_launch(q);
     return UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuMemcpyAsync(dst, src, len, q->stream));
+}
+
+void uct_cuda_queue_abandon(uct_cuda_queue_t *q)
+{
+    uct_cuda_queue_launch(q);
+    (void)cuStreamSynchronize(q->stream);
+    q->issue_error = CUDA_SUCCESS;
 }

@@ -272,6 +272,8 @@ ucs_status_t uct_cuda_queue_push_cb(uct_cuda_queue_t *q, uct_completion_t *comp,
     }
 
     op->recorded = 0;
+    op->error    = q->issue_error;
+    q->issue_error = CUDA_SUCCESS;
     op->comp     = comp;
     op->done     = done;
     op->done_arg = arg;
@@ -319,6 +321,8 @@ static void uct_cuda_queue_record(uct_cuda_queue_t *q)
              (cuCtxPushCurrent(q->ctx) == CUDA_SUCCESS);
     if (q->batched != 0) {
         uct_cuda_queue_launch(q);
+        /* From progress every deferred copy's op is pushed already. */
+        q->issue_error = CUDA_SUCCESS;
     }
     res = cuEventRecord(q->tail->event, q->stream);
     if (res != CUDA_SUCCESS) {
@@ -354,17 +358,11 @@ unsigned uct_cuda_queue_progress(uct_cuda_queue_t *q)
         if (res != CUDA_SUCCESS) {
             ucs_error("cuda: asynchronous copy failed: %s", uct_cuda_cu_name(res));
         }
-        if (q->issue_error != CUDA_SUCCESS) {
-            res = q->issue_error;
-        }
         do {
             op = q->head;
-            uct_cuda_queue_complete(q, op, res);
+            uct_cuda_queue_complete(q, op, (op->error != CUDA_SUCCESS) ? op->error : res);
             ++count;
         } while (op != mark);
-    }
-    if (q->head == NULL) {
-        q->issue_error = CUDA_SUCCESS;
     }
     return count;
 }
@@ -382,7 +380,20 @@ ucs_status_t uct_cuda_queue_flush(uct_cuda_queue_t *q, uct_completion_t *comp)
 
     status = uct_cuda_queue_push(q, comp);
     if (status != UCS_INPROGRESS) {
-        /* No marker: wait here instead, so the caller still gets an answer. */
+        /* No marker: wait here instead, so the caller still gets an answer;
+         * deferred copies first, or the wait would not cover them. */
+        if (q->batched != 0) {
+            CUcontext cur = NULL;
+            int pushed;
+
+            (void)cuCtxGetCurrent(&cur);
+            pushed = (q->ctx != NULL) && (cur != q->ctx) &&
+                     (cuCtxPushCurrent(q->ctx) == CUDA_SUCCESS);
+            uct_cuda_queue_launch(q);
+            if (pushed) {
+                (void)cuCtxPopCurrent(&cur);
+            }
+        }
         (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuStreamSynchronize(q->stream));
         uct_cuda_queue_progress(q);
         return UCS_OK;

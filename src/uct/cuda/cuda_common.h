@@ -110,11 +110,21 @@ void uct_cuda_set_sync_memops(const void *address);
 typedef struct uct_cuda_op {
     CUevent            event;
     int                recorded; /**< event recorded after this op's work */
+    CUresult           error;    /**< a copy of this op could not be issued */
     uct_completion_t   *comp;  /**< NULL: nobody waits for it */
     void               (*done)(void *arg); /**< NULL, or called when it ends */
     void               *done_arg;
     struct uct_cuda_op *next;
 } uct_cuda_op_t;
+
+/** The batched copy kernel (cuda_copy_kernel.cu) in one context. */
+typedef struct uct_cuda_kernel {
+    int        state;      /**< 0: not loaded yet, 1: loaded, -1: unavailable
+                                (not built, refused, or a launch failed) */
+    CUmodule   module;
+    CUfunction fn;
+    unsigned   blocks_max; /**< blocks per copy: enough to fill every SM */
+} uct_cuda_kernel_t;
 
 /**
  * A non-blocking stream and the FIFO of its outstanding operations. Work of
@@ -124,14 +134,6 @@ typedef struct uct_cuda_op {
  * a single event for all ops pushed since its last call, then polls the
  * oldest recorded event.
  */
-/** The batched copy kernel (cuda_copy_kernel.cu) in one context. */
-typedef struct uct_cuda_kernel {
-    int        state;      /**< 0: not loaded yet, 1: loaded, -1: unavailable */
-    CUmodule   module;
-    CUfunction fn;
-    unsigned   blocks_max; /**< blocks per copy: enough to fill every SM */
-} uct_cuda_kernel_t;
-
 typedef struct uct_cuda_queue {
     CUstream          stream;
     CUcontext         ctx;         /**< the stream's context, for late records */
@@ -140,9 +142,9 @@ typedef struct uct_cuda_queue {
     uct_cuda_op_t     *free_ops;   /**< recycled, events kept */
     unsigned          outstanding;
     unsigned          unrecorded;  /**< ops at the tail without an event yet */
-    CUresult          issue_error; /**< a deferred copy could not be issued:
-                                        ops complete with an error until the
-                                        queue drains */
+    CUresult          issue_error; /**< deferred copies of an op not pushed
+                                        yet could not be issued: its push
+                                        takes the error */
     /* Copies deferred to the next progress and launched as one kernel
      * (uct_cuda_queue_copy()); kernel NULL: every copy is issued at once. */
     uct_cuda_kernel_t *kernel;
@@ -210,6 +212,14 @@ ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst,
 
 /** Launch the copies waiting on @a q now (queue's context current). */
 void uct_cuda_queue_launch(uct_cuda_queue_t *q);
+
+/**
+ * The op whose copies were just queued on @a q will not be pushed (its call
+ * failed): issue the copies that wait, wait for the stream, so that nothing
+ * still reads what the caller releases next, and drop the error such an op
+ * would have taken. Queue's context current.
+ */
+void uct_cuda_queue_abandon(uct_cuda_queue_t *q);
 
 /** Unload the kernel's module (its context current). */
 void uct_cuda_kernel_cleanup(uct_cuda_kernel_t *kernel);

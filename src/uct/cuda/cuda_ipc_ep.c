@@ -44,17 +44,29 @@ void uct_cuda_ipc_ep_destroy(uct_ep_h ep)
     free(ucs_container_of(ep, uct_cuda_ipc_ep_t, super.super));
 }
 
-/* Both ends of a copy on the iface's GPU, where the batch kernel runs. Device
- * memory only: the kernel must not touch host or managed memory. */
+/* Both ends of a copy where the batch kernel, running in the iface's
+ * context, may touch them: the mapping is on the iface's GPU (it lives in
+ * the iface's context), the local buffer is device memory of that GPU and,
+ * for cuMemAlloc memory, of that context (another context's allocation is
+ * not mapped in ours; stream-ordered and VMM memory are mapped per device). */
 static int uct_cuda_ipc_ep_same_device(const uct_cuda_ipc_iface_t *iface,
                                        const uct_cuda_ipc_mapping_t *mapping,
                                        const void *local, size_t len)
 {
     uct_cuda_mem_desc_t desc;
+    CUcontext ctx = NULL;
 
-    return mapping->local_gpu &&
-           (uct_cuda_mem_describe(local, len, &desc) == UCS_OK) &&
-           (desc.mem_type == UCS_MEMORY_TYPE_CUDA) && (desc.device == iface->device);
+    if (!mapping->local_gpu || (uct_cuda_mem_describe(local, len, &desc) != UCS_OK) ||
+        (desc.mem_type != UCS_MEMORY_TYPE_CUDA) || (desc.device != iface->device)) {
+        return 0;
+    }
+    if ((desc.alloc_kind == UCS_MEMTYPE_ALLOC_POOL) ||
+        (desc.alloc_kind == UCS_MEMTYPE_ALLOC_VMM)) {
+        return 1;
+    }
+    return (cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT,
+                                  (CUdeviceptr)(uintptr_t)local) == CUDA_SUCCESS) &&
+           (ctx == iface->ctx);
 }
 
 static void uct_cuda_ipc_ep_op_done(void *arg)
@@ -132,8 +144,7 @@ err:
     /* Nothing to wait for will release the mapping: make sure no copy still
      * uses it (copies waiting for a batch included), then drop our
      * reference. */
-    uct_cuda_queue_launch(queue);
-    (void)cuStreamSynchronize(queue->stream);
+    uct_cuda_queue_abandon(queue);
     uct_cuda_ipc_mapping_put(&iface->cache, mapping);
 out:
     uct_cuda_ctx_pop(pushed);

@@ -227,9 +227,25 @@ static ucs_status_t uct_cuda_ipc_iface_flush(uct_iface_h tl_iface, unsigned flag
     return uct_cuda_ipc_iface_flush_all(iface, comp);
 }
 
+/* One stream per peer GPU runs its copies in order, but the copies one
+ * kernel carries run at once: launch what waits, so that what comes after
+ * the fence lands after it. */
 static ucs_status_t uct_cuda_ipc_iface_fence(uct_iface_h tl_iface, unsigned flags)
 {
-    return UCS_OK; /* one stream: operations are ordered already */
+    uct_cuda_ipc_iface_t *iface = ucs_container_of(tl_iface, uct_cuda_ipc_iface_t,
+                                                   super.super);
+    uint32_t mask               = iface->queues_created;
+    int pushed;
+    unsigned i;
+
+    pushed = uct_cuda_ctx_push(iface->ctx);
+    for (i = 0; mask != 0; ++i, mask >>= 1) {
+        if ((mask & 1) && (iface->queues[i].batched != 0)) {
+            uct_cuda_queue_launch(&iface->queues[i]);
+        }
+    }
+    uct_cuda_ctx_pop(pushed);
+    return UCS_OK;
 }
 
 void uct_cuda_ipc_iface_cache_stats(uct_iface_h tl_iface, uint64_t *imports,

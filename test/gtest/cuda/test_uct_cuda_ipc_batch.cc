@@ -17,6 +17,7 @@
 
 #include <uct/cuda/cuda_ipc.h>
 
+#include <dlfcn.h>
 #include <string.h>
 
 #include <vector>
@@ -53,6 +54,16 @@ batch_stats get_batch_stats(uct_iface_h iface)
     }
     fn(iface, &st.launches, &st.copies);
     return st;
+}
+
+/* On the model: cuLaunchKernel calls of this process, refused ones
+ * included; -1 on the real driver. */
+long long model_launch_calls()
+{
+    typedef unsigned long long (*fn_t)(void);
+    fn_t fn = (fn_t)dlsym(RTLD_DEFAULT, "cudasim_kernel_launch_calls");
+
+    return (fn == NULL) ? -1 : (long long)fn();
 }
 
 /* Whether this build has the kernel: the model has no nvcc of its own, the
@@ -118,7 +129,7 @@ struct get_op {
  */
 ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op> ops,
                                 uint64_t launches, uint64_t copies,
-                                config_t model_env = config_t())
+                                config_t model_env = config_t(), long long calls = -1)
 {
     return guarded([=](oob_channel &ch) {
         if (is_model()) {
@@ -165,6 +176,11 @@ ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op>
             batch_stats st = get_batch_stats(e->iface());
             EXPECT_EQ(launches, st.launches);
             EXPECT_EQ(copies, st.copies);
+            if (model_launch_calls() >= 0) {
+                /* Launches the model refused count as calls, not launches. */
+                EXPECT_EQ((calls >= 0) ? calls : (long long)launches,
+                          model_launch_calls());
+            }
         }
         /* Every byte: the gets' ranges hold the remote bytes, the rest 0. */
         std::vector<unsigned char> want_dev(SIZE, 0), want_host(SIZE, 0);
@@ -190,14 +206,15 @@ ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op>
 /* Gets of every kind of case, with BATCH_COPY_MAX=512K (the first makes
  * the queue busy): */
 const std::vector<get_op> mixed_ops = {
-    {0, 0, 1ul << 20, false},                             /* above the limit: direct */
-    {(1ul << 20) + 16, 65536 + 32, 65536 + 5, false},     /* odd length: batched */
-    {2ul << 20, (2ul << 20) + 1, 100, false},             /* unaligned remote: direct */
-    {(2ul << 20) + 4097, 4096, 64, false},                /* unaligned local: direct */
-    {(2ul << 20) + 8192, 3ul << 20, 16, false},           /* one word: batched */
+    {0, 0, 1ul << 20, false},                         /* above the limit: direct */
+    {2ul << 20, (2ul << 20) + 1, 100, false},         /* unaligned remote: direct */
+    {(2ul << 20) + 4097, 4096, 64, false},            /* unaligned local: direct */
+    {0, 100 * 1024, 4096, true},                      /* host memory: direct */
+    {(3ul << 20) + 4096, 7, 1, false},                /* one byte, unaligned: direct */
+    {(1ul << 20) + 16, 65536 + 32, 65536 + 5, false}, /* odd length: batched */
+    {(2ul << 20) + 8192, 3ul << 20, 16, false},       /* one word: batched */
+    {(2ul << 20) + 12288, 8192, 7, false},            /* 7 aligned bytes: batched */
     {(2ul << 20) + 65536, 512 * 1024, 512 * 1024, false}, /* at the limit: batched */
-    {0, 100 * 1024, 4096, true},                          /* host memory: direct */
-    {(3ul << 20) + 4096, 7, 1, false}, /* one byte, unaligned: direct */
 };
 
 } // namespace
@@ -216,9 +233,23 @@ class test_uct_cuda_ipc_batch : public ::testing::Test
 TEST_F(test_uct_cuda_ipc_batch, same_gpu_copies_between_progress_calls_are_one_launch)
 {
     SKIP_WITHOUT_KERNEL();
-    /* 3 gets and the put qualify: one launch carries all 4. */
-    cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 1, 4),
+    /* The last 4 gets and the put qualify: one launch carries all 5. */
+    cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 1, 5),
                        exporter(0, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, a_copy_issued_at_once_first_launches_those_waiting)
+{
+    SKIP_WITHOUT_KERNEL();
+    /* Order on the stream is the order asked for: the unaligned get makes
+     * the two before it go out as a launch first; the next one and the put
+     * make a second launch. */
+    std::vector<get_op> ops = {{0, 0, 4096, false},
+                               {8192, 8192, 4096, false},
+                               {16384, 16384, 4096, false},
+                               {32768, 32769, 4096, false},
+                               {65536, 65536, 4096, false}};
+    cuda_two_processes(importer(0, config_t(), ops, 2, 4), exporter(0, true));
 }
 
 TEST_F(test_uct_cuda_ipc_batch, more_copies_than_one_launch_holds_take_several)
@@ -273,11 +304,84 @@ TEST_F(test_uct_cuda_ipc_batch, failed_launch_falls_back_to_driver_copies)
     if (!is_model()) {
         GTEST_SKIP() << "launch failures are injected on the model only";
     }
-    /* Every launch fails: the 4 gathered copies go out one by one (and are
-     * not counted as carried by a launch); no byte is lost. */
+    /* The launch fails: the 5 gathered copies go out one by one (and are
+     * not counted as carried by a launch), the kernel is not tried again,
+     * and no byte is lost. */
     cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 0, 0,
-                                {{"CUDASIM_LAUNCH_FAIL", "1"}}),
+                                {{"CUDASIM_LAUNCH_FAIL", "1"}}, 1),
                        exporter(0, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, local_memory_of_another_context_is_never_batched)
+{
+    SKIP_WITHOUT_KERNEL();
+    /* The iface works in the primary context; the local buffers come from a
+     * second context on the same GPU, whose cuMemAlloc memory a kernel of
+     * the primary context cannot touch. Every copy goes out at once. */
+    cuda_two_processes(
+        guarded([](oob_channel &ch) {
+            if (is_model()) {
+                setenv("CUDASIM_ASYNC", "1", 1);
+            }
+            init_device(0);
+            CUcontext primary, other;
+            CUdevice dev;
+            ASSERT_CU(cuCtxGetCurrent(&primary));
+            ASSERT_CU(cuDeviceGet(&dev, 0));
+            ASSERT_CU(cuCtxCreate(&other, NULL, 0, dev));
+            /* Three buffers: the first get finds the queue idle, the
+             * other two would gather into a launch. */
+            CUdeviceptr a, b, c;
+            const size_t len = 65536;
+            ASSERT_CU(cuMemAlloc(&a, len));
+            ASSERT_CU(cuMemAlloc(&b, len));
+            ASSERT_CU(cuMemAlloc(&c, len));
+            ASSERT_CU(cuMemsetD8(a, 0, len));
+            ASSERT_CU(cuMemsetD8(b, 0, len));
+            ASSERT_CU(cuMemsetD8(c, 0, len));
+            ASSERT_CU(cuCtxSynchronize());
+            ASSERT_CU(cuCtxSetCurrent(primary));
+            offer o;
+            ASSERT_TRUE(recv_offer(ch, o));
+            {
+                std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+                imported imp(*e, o);
+                ASSERT_UCS_OK(imp.status);
+                ucx_test::uct_test_completion comps[3];
+                CUdeviceptr bufs[3] = {a, b, c};
+                for (int k = 0; k < 3; ++k) {
+                    uct_iov_t iov = make_iov(bufs[k], len);
+                    ASSERT_EQ(UCS_INPROGRESS,
+                              uct_ep_get_zcopy(imp.ep, &iov, 1, imp.remote + 4096 * k,
+                                               imp.bundle.rkey, &comps[k].comp));
+                }
+                for (int k = 0; k < 3; ++k) {
+                    ASSERT_TRUE(wait_comp(*e, comps[k]));
+                    EXPECT_UCS_OK(comps[k].comp.status);
+                }
+                batch_stats st = get_batch_stats(e->iface());
+                EXPECT_EQ(0u, st.launches);
+                EXPECT_LE(model_launch_calls(), 0); /* none tried (model) */
+            }
+            std::vector<unsigned char> h(len);
+            size_t bad = 0;
+            for (int k = 0; k < 3; ++k) {
+                ASSERT_CU(cuMemcpyDtoH(h.data(), k ? (k == 1 ? b : c) : a, len));
+                for (size_t i = 0; i < len; ++i) {
+                    bad += (h[i] != remote_byte(4096 * k + i));
+                }
+            }
+            EXPECT_EQ(0u, bad);
+            ASSERT_CU(cuCtxSetCurrent(other));
+            EXPECT_CU(cuMemFree(a));
+            EXPECT_CU(cuMemFree(b));
+            EXPECT_CU(cuMemFree(c));
+            EXPECT_CU(cuCtxSetCurrent(primary));
+            EXPECT_CU(cuCtxDestroy(other));
+            ASSERT_TRUE(ch.barrier());
+            ASSERT_TRUE(ch.barrier());
+        }),
+        exporter(0, false));
 }
 
 TEST_F(test_uct_cuda_ipc_batch, memory_of_another_gpu_is_never_batched)
