@@ -100,8 +100,7 @@ static void kernel_copy(CUfunction fn, unsigned blocks_max, const CUdeviceptr *d
                         const CUdeviceptr *src, int n, size_t len, CUstream stream)
 {
     static uct_cuda_copy_kernel_args_t a;
-    unsigned blocks = (unsigned)((len + UCT_CUDA_COPY_KERNEL_BLOCK_BYTES - 1) /
-                                 UCT_CUDA_COPY_KERNEL_BLOCK_BYTES);
+    unsigned blocks = uct_cuda_copy_kernel_blocks(len, blocks_max);
     void *args[]    = {&a};
     int i;
 
@@ -110,7 +109,6 @@ static void kernel_copy(CUfunction fn, unsigned blocks_max, const CUdeviceptr *d
         a.src[i] = src[i];
         a.len[i] = len;
     }
-    blocks = (blocks == 0) ? 1 : (blocks > blocks_max) ? blocks_max : blocks;
     CHECK(cuLaunchKernel(fn, blocks, n, 1, UCT_CUDA_COPY_KERNEL_THREADS, 1, 1, 0,
                          stream, args, NULL));
 }

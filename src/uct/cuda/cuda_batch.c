@@ -154,10 +154,7 @@ void uct_cuda_queue_launch(uct_cuda_queue_t *q)
     for (i = 0; i < q->batched; ++i) {
         longest = (q->batch.len[i] > longest) ? q->batch.len[i] : longest;
     }
-    longest = (longest + UCT_CUDA_COPY_KERNEL_BLOCK_BYTES - 1) /
-              UCT_CUDA_COPY_KERNEL_BLOCK_BYTES;
-    blocks =
-        (longest < q->kernel->blocks_max) ? (unsigned)longest : q->kernel->blocks_max;
+    blocks = uct_cuda_copy_kernel_blocks(longest, q->kernel->blocks_max);
     args[0] = &q->batch;
     res     = cuLaunchKernel(q->kernel->fn, blocks, q->batched, 1,
                              UCT_CUDA_COPY_KERNEL_THREADS, 1, 1, 0, q->stream, args, NULL);

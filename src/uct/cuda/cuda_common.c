@@ -312,13 +312,9 @@ static void uct_cuda_queue_complete(uct_cuda_queue_t *q, uct_cuda_op_t *op,
  * cannot be recorded, wait for the stream instead: the ops still complete. */
 static void uct_cuda_queue_record(uct_cuda_queue_t *q)
 {
-    CUcontext cur = NULL;
+    int pushed = uct_cuda_ctx_push(q->ctx);
     CUresult res;
-    int pushed;
 
-    (void)cuCtxGetCurrent(&cur);
-    pushed = (q->ctx != NULL) && (cur != q->ctx) &&
-             (cuCtxPushCurrent(q->ctx) == CUDA_SUCCESS);
     if (q->batched != 0) {
         uct_cuda_queue_launch(q);
         /* From progress every deferred copy's op is pushed already. */
@@ -332,9 +328,7 @@ static void uct_cuda_queue_record(uct_cuda_queue_t *q)
         /* The tail's event was recorded earlier (or never): either way it is
          * complete now that the stream is idle. */
     }
-    if (pushed) {
-        (void)cuCtxPopCurrent(&cur);
-    }
+    uct_cuda_ctx_pop(pushed);
     q->tail->recorded = 1;
     q->unrecorded     = 0;
 }
@@ -383,16 +377,10 @@ ucs_status_t uct_cuda_queue_flush(uct_cuda_queue_t *q, uct_completion_t *comp)
         /* No marker: wait here instead, so the caller still gets an answer;
          * deferred copies first, or the wait would not cover them. */
         if (q->batched != 0) {
-            CUcontext cur = NULL;
-            int pushed;
+            int pushed = uct_cuda_ctx_push(q->ctx);
 
-            (void)cuCtxGetCurrent(&cur);
-            pushed = (q->ctx != NULL) && (cur != q->ctx) &&
-                     (cuCtxPushCurrent(q->ctx) == CUDA_SUCCESS);
             uct_cuda_queue_launch(q);
-            if (pushed) {
-                (void)cuCtxPopCurrent(&cur);
-            }
+            uct_cuda_ctx_pop(pushed);
         }
         (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuStreamSynchronize(q->stream));
         uct_cuda_queue_progress(q);

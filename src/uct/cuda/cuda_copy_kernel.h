@@ -20,6 +20,19 @@
 /** Name of the kernel in the PTX. */
 #define UCT_CUDA_COPY_KERNEL_NAME "uct_cuda_copy_batch_kernel"
 
+/**
+ * Blocks along x of a launch whose longest copy is @a longest bytes: one
+ * round of UCT_CUDA_COPY_KERNEL_BLOCK_BYTES per block, at least 1, at most
+ * @a blocks_max (longer copies loop over the grid).
+ */
+static inline unsigned uct_cuda_copy_kernel_blocks(uint64_t longest, unsigned blocks_max)
+{
+    uint64_t blocks = (longest + UCT_CUDA_COPY_KERNEL_BLOCK_BYTES - 1) /
+                      UCT_CUDA_COPY_KERNEL_BLOCK_BYTES;
+
+    return (blocks == 0) ? 1 : (blocks < blocks_max) ? (unsigned)blocks : blocks_max;
+}
+
 /** Copy i moves len[i] bytes from src[i] to dst[i]; both 16-byte aligned. */
 typedef struct uct_cuda_copy_kernel_args {
     uint64_t dst[UCT_CUDA_COPY_KERNEL_MAX_COPIES];

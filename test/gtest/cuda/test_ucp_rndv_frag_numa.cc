@@ -53,6 +53,15 @@ CUdeviceptr device_alloc(int device)
     return ptr;
 }
 
+/* One device buffer on each of GPUs 0 and 1, device 0 current after. */
+void device_alloc_two(CUdeviceptr *d0, CUdeviceptr *d1)
+{
+    *d0 = device_alloc(0);
+    *d1 = device_alloc(1);
+    ASSERT_NE(0u, *d0);
+    ASSERT_NE(0u, *d1);
+}
+
 /* A fragment of @a type for staging data of the GPU that holds @a buffer (a
  * pool of no GPU for host memory), as the rendezvous asks for one. */
 ucp_rndv_frag_t *frag_for(ucp_worker_h worker, ucs_memory_type_t type,
@@ -209,10 +218,8 @@ TEST_F(test_ucp_rndv_frag_numa, host_fragments_follow_each_gpus_node_in_two_node
             numa_test::run_off_node(1);
         }
         ASSERT_NO_FATAL_FAILURE(w.init_worker());
-        CUdeviceptr d0 = device_alloc(0);
-        CUdeviceptr d1 = device_alloc(1);
-        ASSERT_NE(0u, d0);
-        ASSERT_NE(0u, d1);
+        CUdeviceptr d0, d1;
+        ASSERT_NO_FATAL_FAILURE(device_alloc_two(&d0, &d1));
 
         ucp_rndv_frag_t *f0 =
             frag_for(w.m_worker, UCS_MEMORY_TYPE_HOST, (void *)(uintptr_t)d0, 1);
@@ -278,10 +285,8 @@ TEST(test_ucp_rndv_frag_device, device_fragments_live_on_the_gpu_of_the_buffer)
 
         cuda_test::init_device(0);
         ASSERT_NO_FATAL_FAILURE(w.init_worker());
-        CUdeviceptr d0 = device_alloc(0);
-        CUdeviceptr d1 = device_alloc(1);
-        ASSERT_NE(0u, d0);
-        ASSERT_NE(0u, d1);
+        CUdeviceptr d0, d1;
+        ASSERT_NO_FATAL_FAILURE(device_alloc_two(&d0, &d1));
 
         ucp_rndv_frag_t *f1 =
             frag_for(w.m_worker, UCS_MEMORY_TYPE_CUDA, (void *)(uintptr_t)d1, 11);
