@@ -346,6 +346,10 @@ int sim_range_insert(sim_range_t *range);
 void sim_range_remove(sim_range_t *range);
 /** Range containing @a addr, or NULL. */
 sim_range_t *sim_range_find(uintptr_t addr);
+/** Whether @a device may access the memory of @a range as its access
+ *  settings say (VMM: cuMemSetAccess; pool memory: cuMemPoolSetAccess;
+ *  other kinds: always). */
+int sim_range_device_access(const sim_range_t *range, int device);
 /** Whether any range overlaps [base, base+size). */
 int sim_range_overlaps(uintptr_t base, size_t size);
 /** Whether @a addr lies in memory the model manages but no range covers. */

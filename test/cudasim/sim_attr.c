@@ -68,19 +68,6 @@ static void sim_range_mapping(const sim_range_t *range, uintptr_t *base_p,
     *size_p = end - off;
 }
 
-static int sim_range_accessible(const sim_range_t *range, int device)
-{
-    switch (range->kind) {
-    case SIM_MEM_VMM:
-        return (range->access_mask >> device) & 1;
-    case SIM_MEM_POOL:
-    case SIM_MEM_POOL_IMPORT:
-        return range->pool->access[device] != CU_MEM_ACCESS_FLAGS_PROT_NONE;
-    default:
-        return 1;
-    }
-}
-
 static void sim_put_int(void *data, int value)
 {
     memcpy(data, &value, sizeof(value));
@@ -200,7 +187,7 @@ static CUresult sim_attr_get(void *data, CUpointer_attribute attr,
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
         dev = (ctx != NULL) ? ctx->device : range->device;
-        sim_put_int(data, sim_range_accessible(range, dev) ?
+        sim_put_int(data, sim_range_device_access(range, dev) ?
                           CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE :
                           CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE);
         return CUDA_SUCCESS;

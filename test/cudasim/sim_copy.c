@@ -32,17 +32,6 @@ typedef struct sim_piece {
     sim_range_t *range; /**< NULL: pageable host memory */
 } sim_piece_t;
 
-static int sim_range_device_access(const sim_range_t *range, int device)
-{
-    if (range->kind == SIM_MEM_VMM) {
-        return (range->access_mask >> device) & 1;
-    }
-    if ((range->kind == SIM_MEM_POOL) || (range->kind == SIM_MEM_POOL_IMPORT)) {
-        return range->pool->access[device] != CU_MEM_ACCESS_FLAGS_PROT_NONE;
-    }
-    return 1;
-}
-
 static CUresult sim_piece_get(uintptr_t addr, int device, sim_piece_t *piece)
 {
     sim_range_t *range = sim_range_find(addr);

@@ -13,9 +13,9 @@
  * A module is any image that names its kernels as PTX does (".entry NAME");
  * cuModuleGetFunction finds only names the image has. Like a real kernel,
  * the copy may touch only device memory its GPU can reach: pageable or
- * pinned host memory, managed memory, memory of another GPU or without
- * access for this one, and cuMemAlloc memory or legacy IPC mappings of
- * another context make the launch fail with CUDA_ERROR_ILLEGAL_ADDRESS
+ * pinned host memory, managed memory, memory without access for this GPU,
+ * and cuMemAlloc memory or legacy IPC mappings not mapped in the stream's
+ * context make the launch fail with CUDA_ERROR_ILLEGAL_ADDRESS
  * and a diagnostic (on a GPU it would fault later and poison the context;
  * the model reports it where it happens). Launch geometry is checked
  * against the kernel's limits (at most 512 threads per block).
@@ -171,17 +171,30 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 }
 
 /* Whether a kernel on @a stream may touch [addr, addr + len): device memory
- * of the stream's GPU, and for cuMemAlloc memory and legacy IPC mappings of
- * the stream's context (another context's allocation is not mapped in it). */
+ * the stream's GPU has access to (VMM and pool memory: as set), and for
+ * cuMemAlloc memory and legacy IPC mappings, memory mapped in the stream's
+ * context: its own allocations, another GPU's allocations of a context it
+ * enabled peer access to, and mappings it opened (cuIpcOpenMemHandle with
+ * lazy peer access). */
 static int sim_kernel_may_touch(uintptr_t addr, size_t len, CUstream stream)
 {
     sim_range_t *range = sim_range_find(addr);
+    CUcontext ctx      = stream->ctx;
 
-    return (range != NULL) && !range->cpu_visible && (range->kind != SIM_MEM_MANAGED) &&
-           (range->device == stream->ctx->device) &&
-           (((range->kind != SIM_MEM_LEGACY) && (range->kind != SIM_MEM_LEGACY_IMPORT)) ||
-            (range->ctx == stream->ctx)) &&
-           (addr + len <= range->base + range->size);
+    if ((range == NULL) || range->cpu_visible || (range->kind == SIM_MEM_MANAGED) ||
+        (addr + len > range->base + range->size) ||
+        !sim_range_device_access(range, ctx->device)) {
+        return 0;
+    }
+    switch (range->kind) {
+    case SIM_MEM_LEGACY:
+        return (range->ctx == ctx) || ((range->device != ctx->device) &&
+                                       ((ctx->peer_mask >> range->device) & 1));
+    case SIM_MEM_LEGACY_IMPORT:
+        return range->ctx == ctx;
+    default:
+        return 1;
+    }
 }
 
 static CUresult sim_copy_batch_launch(CUstream stream, unsigned copies,

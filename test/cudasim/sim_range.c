@@ -64,6 +64,19 @@ sim_range_t *sim_range_find(uintptr_t addr)
     return (addr - range->base < range->size) ? range : NULL;
 }
 
+int sim_range_device_access(const sim_range_t *range, int device)
+{
+    switch (range->kind) {
+    case SIM_MEM_VMM:
+        return (range->access_mask >> device) & 1;
+    case SIM_MEM_POOL:
+    case SIM_MEM_POOL_IMPORT:
+        return range->pool->access[device] != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    default:
+        return 1;
+    }
+}
+
 int sim_range_overlaps(uintptr_t base, size_t size)
 {
     size_t idx = sim_range_upper(base);
