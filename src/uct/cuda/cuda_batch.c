@@ -168,11 +168,11 @@ void uct_cuda_queue_launch(uct_cuda_queue_t *q)
 }
 
 ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst, CUdeviceptr src,
-                                 size_t len, int same_device)
+                                 size_t len, int kernel_ok)
 {
     unsigned i;
 
-    if (same_device && !((dst | src) & 15) && uct_cuda_queue_may_batch(q, len)) {
+    if (kernel_ok && !((dst | src) & 15) && uct_cuda_queue_may_batch(q, len)) {
         if (q->kernel->state == 0) {
             uct_cuda_kernel_load(q->kernel);
         }

@@ -201,14 +201,14 @@ static UCS_F_ALWAYS_INLINE int uct_cuda_queue_may_batch(const uct_cuda_queue_t *
 }
 
 /**
- * Queue a device-to-device copy on @a q. With @a same_device (both ends are
- * memory of the queue's GPU, which a kernel there can touch), a 16-byte
+ * Queue a device-to-device copy on @a q. With @a kernel_ok (a kernel in the
+ * queue's context can touch both ends), a 16-byte
  * aligned copy that uct_cuda_queue_may_batch() allows waits for the next
  * uct_cuda_queue_progress(); any other is issued now with cuMemcpyAsync.
  * The queue's context must be current. Push the op that waits for it after.
  */
 ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst,
-                                 CUdeviceptr src, size_t len, int same_device);
+                                 CUdeviceptr src, size_t len, int kernel_ok);
 
 /** Launch the copies waiting on @a q now (queue's context current). */
 void uct_cuda_queue_launch(uct_cuda_queue_t *q);

@@ -229,6 +229,7 @@ typedef struct uct_cuda_ipc_iface_config {
     size_t             cache_max_size;
     int                fd_transfer;
     size_t             batch_copy_max;
+    int                batch_peer;
 } uct_cuda_ipc_iface_config_t;
 
 /** Streams of an iface: one per device the peer memory lives on. */
@@ -243,6 +244,7 @@ typedef struct uct_cuda_ipc_iface {
     uct_cuda_ipc_cache_t cache;
     uct_cuda_kernel_t    kernel;         /**< batched copies on ctx's GPU */
     size_t               batch_copy_max; /**< UCX_CUDA_IPC_BATCH_COPY_MAX */
+    int                  batch_peer;     /**< UCX_CUDA_IPC_BATCH_PEER */
 } uct_cuda_ipc_iface_t;
 
 /**

@@ -45,18 +45,21 @@ void uct_cuda_ipc_ep_destroy(uct_ep_h ep)
 }
 
 /* Both ends of a copy where the batch kernel, running in the iface's
- * context, may touch them: the mapping is on the iface's GPU (it lives in
- * the iface's context), the local buffer is device memory of that GPU and,
- * for cuMemAlloc memory, of that context (another context's allocation is
- * not mapped in ours; stream-ordered and VMM memory are mapped per device). */
-static int uct_cuda_ipc_ep_same_device(const uct_cuda_ipc_iface_t *iface,
+ * context, may touch them: the mapping lives in the iface's context (peer
+ * memory too: imports are mapped with access for our GPU, so with
+ * BATCH_PEER the kernel reads or writes it over the link); the local buffer
+ * is device memory of our GPU and, for cuMemAlloc memory, of our context
+ * (another context's allocation is not mapped in ours; stream-ordered and
+ * VMM memory are mapped per device). */
+static int uct_cuda_ipc_ep_kernel_ok(const uct_cuda_ipc_iface_t *iface,
                                        const uct_cuda_ipc_mapping_t *mapping,
                                        const void *local, size_t len)
 {
     uct_cuda_mem_desc_t desc;
     CUcontext ctx = NULL;
 
-    if (!mapping->local_gpu || (uct_cuda_mem_describe(local, len, &desc) != UCS_OK) ||
+    if (!(mapping->local_gpu || iface->batch_peer) ||
+        (uct_cuda_mem_describe(local, len, &desc) != UCS_OK) ||
         (desc.mem_type != UCS_MEMORY_TYPE_CUDA) || (desc.device != iface->device)) {
         return 0;
     }
@@ -90,7 +93,7 @@ static ucs_status_t uct_cuda_ipc_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
     int pushed;
     ucs_status_t status;
     unsigned count, j;
-    int same_device;
+    int kernel_ok;
     size_t i;
 
     if ((remote_addr < key->remote_base) ||
@@ -116,17 +119,17 @@ static ucs_status_t uct_cuda_ipc_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
 
     remote = mapping->local_base + (remote_addr - key->remote_base);
     for (i = 0; i < iovcnt; ++i) {
-        count       = (iov[i].count == 0) ? 1 : iov[i].count;
-        same_device = uct_cuda_queue_may_batch(queue, iov[i].length) &&
-                      uct_cuda_ipc_ep_same_device(iface, mapping, iov[i].buffer,
-                                                  (count - 1) * iov[i].stride +
-                                                  iov[i].length);
+        count     = (iov[i].count == 0) ? 1 : iov[i].count;
+        kernel_ok = uct_cuda_queue_may_batch(queue, iov[i].length) &&
+                    uct_cuda_ipc_ep_kernel_ok(iface, mapping, iov[i].buffer,
+                                              (count - 1) * iov[i].stride +
+                                                      iov[i].length);
         for (j = 0; j < count; ++j) {
             local = (CUdeviceptr)(uintptr_t)iov[i].buffer + (size_t)j * iov[i].stride;
             if ((iov[i].length > 0) &&
                 (uct_cuda_queue_copy(queue, is_put ? remote : local,
                                      is_put ? local : remote, iov[i].length,
-                                     same_device) != UCS_OK)) {
+                                     kernel_ok) != UCS_OK)) {
                 status = UCS_ERR_IO_ERROR;
                 goto err;
             }

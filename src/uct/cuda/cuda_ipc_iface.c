@@ -52,6 +52,14 @@ static ucs_config_field_t uct_cuda_ipc_iface_config_fields[] = {
      ucs_offsetof(uct_cuda_ipc_iface_config_t, batch_copy_max),
      UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF), 0},
 
+    {"BATCH_PEER", "y",
+     "Batch copies with memory of another GPU too, under the same size limit: "
+     "the kernel, on the iface's GPU, reads or writes the peer's memory "
+     "through the import's mapping (NVLink or PCIe). n: only memory of the "
+     "iface's GPU; copies of peer memory go one by one to the copy engines.",
+     ucs_offsetof(uct_cuda_ipc_iface_config_t, batch_peer),
+     UCS_CONFIG_TYPE_BOOL, 0},
+
     {NULL, NULL, NULL, 0, {NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}, 0}
 };
 
@@ -356,6 +364,7 @@ static ucs_status_t uct_cuda_ipc_iface_open(uct_md_h md, uct_worker_h worker,
 
     iface->device         = (int)device;
     iface->batch_copy_max = config->batch_copy_max; /* inf: SIZE_MAX */
+    iface->batch_peer     = config->batch_peer;
 
     cache_config.enable      = config->cache_enable;
     cache_config.max_regions = config->cache_max_regions;
@@ -367,11 +376,11 @@ static ucs_status_t uct_cuda_ipc_iface_open(uct_md_h md, uct_worker_h worker,
     }
 
     ucs_debug("cuda_ipc: opened iface %p on device %d: cache %s, max %u regions / "
-              "%zu bytes, fd transfer %s, batched copies up to %zu bytes",
+              "%zu bytes, fd transfer %s, batched copies up to %zu bytes%s",
               (void*)iface, (int)device, cache_config.enable ? "on" : "off",
               cache_config.max_regions, cache_config.max_size,
               uct_cuda_ipc_fd_transfer_names[cache_config.fd_transfer],
-              iface->batch_copy_max);
+              iface->batch_copy_max, iface->batch_peer ? " (peer GPUs too)" : "");
     *iface_p = &iface->super.super;
     return UCS_OK;
 

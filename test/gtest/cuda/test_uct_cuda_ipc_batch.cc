@@ -1,10 +1,11 @@
 /*
  * Batched copies of the cuda_ipc transport (src/uct/cuda/cuda_batch.c):
- * gets and puts between buffers of the importer's own GPU, posted between
- * two progress calls while the queue is busy, go out as one kernel launch;
- * the first copy on an idle queue, and everything else (host
- * memory, unaligned ends, copies above UCX_CUDA_IPC_BATCH_COPY_MAX, memory
- * of another GPU) is issued at once. Data is checked byte for byte,
+ * gets and puts between a buffer of the importer's own GPU and an imported
+ * one (of that GPU or, with UCX_CUDA_IPC_BATCH_PEER=y, another), posted
+ * between two progress calls while the queue is busy, go out as one kernel
+ * launch; the first copy on an idle queue, and everything else (host
+ * memory, unaligned ends, copies above UCX_CUDA_IPC_BATCH_COPY_MAX) is
+ * issued at once. Data is checked byte for byte,
  * untouched bytes included, and the iface's launch counters say which path
  * each copy took. On the model the kernel runs as its C version, which
  * refuses (CUDA_ERROR_ILLEGAL_ADDRESS) any copy a real kernel could not do.
@@ -87,13 +88,14 @@ unsigned char put_byte(size_t i)
     return (unsigned char)(255 - i * 13);
 }
 
-ucx_test::process_fn_t exporter(int device, bool check_put)
+ucx_test::process_fn_t exporter(int device, bool check_put,
+                                mem_kind kind = mem_kind::legacy)
 {
-    return guarded([device, check_put](oob_channel &ch) {
+    return guarded([device, check_put, kind](oob_channel &ch) {
         init_device(device);
         std::unique_ptr<uct_test_entity> e(new_ipc_entity());
         allocation a;
-        ASSERT_CU(a.allocate(mem_kind::legacy, SIZE, device));
+        ASSERT_CU(a.allocate(kind, SIZE, device));
         std::vector<unsigned char> h(SIZE);
         for (size_t i = 0; i < SIZE; ++i) {
             h[i] = remote_byte(i);
@@ -384,15 +386,43 @@ TEST_F(test_uct_cuda_ipc_batch, local_memory_of_another_context_is_never_batched
         exporter(0, false));
 }
 
-TEST_F(test_uct_cuda_ipc_batch, memory_of_another_gpu_is_never_batched)
+TEST_F(test_uct_cuda_ipc_batch, memory_of_another_gpu_is_batched_through_the_mapping)
+{
+    SKIP_WITHOUT_KERNEL();
+    if (device_count() < 2) {
+        GTEST_SKIP() << "needs two GPUs";
+    }
+    /* Exporter's memory on GPU 1, importer on GPU 0: the import maps it in
+     * the importer's context (legacy IPC opens with peer access), so the
+     * kernel on GPU 0 reads and writes it as for one GPU: the same copies
+     * wait for one launch, every byte checked. */
+    cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 1, 5),
+                       exporter(1, true));
+}
+
+TEST_F(test_uct_cuda_ipc_batch, pool_and_vmm_memory_of_another_gpu_are_batched)
+{
+    SKIP_WITHOUT_KERNEL();
+    if (device_count() < 2) {
+        GTEST_SKIP() << "needs two GPUs";
+    }
+    /* Imports of a pool allocation and of a VMM range are mapped with
+     * access for the importer's GPU (cuMemPoolSetAccess, cuMemSetAccess). */
+    for (mem_kind kind : {mem_kind::pool_posix_fd, mem_kind::vmm_posix_fd}) {
+        SCOPED_TRACE(kind_name(kind));
+        cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 1, 5),
+                           exporter(1, true, kind));
+    }
+}
+
+TEST_F(test_uct_cuda_ipc_batch, memory_of_another_gpu_not_batched_when_peer_batching_is_off)
 {
     if (device_count() < 2) {
         GTEST_SKIP() << "needs two GPUs";
     }
-    std::vector<get_op> ops = {{0, 0, 65536, false}, {1ul << 20, 4096, 16, false}};
-    /* Exporter's memory on GPU 1, importer on GPU 0: a kernel on GPU 0
-     * must not read it (no peer mapping is promised). */
-    cuda_two_processes(importer(0, config_t(), ops, 0, 0), exporter(1, true));
+    cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}, {"BATCH_PEER", "n"}},
+                                mixed_ops, 0, 0),
+                       exporter(1, true));
 }
 
 TEST_F(test_uct_cuda_ipc_batch, bad_batch_copy_max_is_refused)
