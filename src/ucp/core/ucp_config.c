@@ -71,6 +71,15 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "the sender in its reply).",
      offsetof(ucp_config_t, rndv_whole_pieces), UCS_CONFIG_TYPE_BOOL},
 
+    {"RNDV_SPLIT_ONLY_ALONE", "y",
+     "Cut a message smaller than the pipeline depth of fragments into depth\n"
+     "pieces only while no other message holds or waits for the fragments of\n"
+     "its GPU. A lone message overlaps the sender's copy of one piece with\n"
+     "the receiver's read of the previous; with several messages in flight\n"
+     "they overlap each other, and every extra piece costs both processes a\n"
+     "copy to issue (~5 us each) and a fragment. n: always cut.",
+     offsetof(ucp_config_t, rndv_split_alone), UCS_CONFIG_TYPE_BOOL},
+
     {"RNDV_SAME_GPU_HOST_MAX", "512K",
      "When neither buffer of a rendezvous can be exported and both are on the\n"
      "same GPU, messages from 32K up to this size (at most the host fragment\n"
@@ -101,11 +110,13 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "shared by two processes, its context switch (docs/rendezvous.md).",
      offsetof(ucp_config_t, rndv_frag_size), UCS_CONFIG_TYPE_MEMTYPE_SIZE_MAP},
 
-    {"RNDV_FRAG_POOL_SIZE", "4",
+    {"RNDV_FRAG_POOL_SIZE", "8",
      "Most fragments of each memory type a worker allocates per GPU they\n"
-     "stage for (by default 4 x 64M = 256M of device memory per GPU; device\n"
-     "fragments live on that GPU, host fragments on its NUMA node); requests\n"
-     "wait for a free fragment when all are in use.",
+     "stage for, 4 at a time as needed (at most 8 x 64M = 512M of device\n"
+     "memory per GPU by default; device fragments live on that GPU, host\n"
+     "fragments on its NUMA node); requests wait for a free fragment when\n"
+     "all are in use. More fragments let more messages overlap, which\n"
+     "matters most on one GPU shared by both processes.",
      offsetof(ucp_config_t, rndv_frag_pool), UCS_CONFIG_TYPE_UINT},
 
     {"RNDV_PIPELINE_DEPTH", "4",
@@ -136,6 +147,7 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
     rndv->scheme    = (ucp_rndv_scheme_t)config->rndv_scheme;
     rndv->one_copier = config->rndv_one_copier;
     rndv->whole_pieces = config->rndv_whole_pieces;
+    rndv->split_alone  = config->rndv_split_alone;
     rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_type;
     if (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO) {
         rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_types;

@@ -55,6 +55,7 @@ struct ucp_config {
     unsigned                rndv_depth;      /**< UCX_RNDV_PIPELINE_DEPTH */
     int                     rndv_one_copier; /**< UCX_RNDV_SAME_GPU_ONE_COPIER */
     int                     rndv_whole_pieces; /**< UCX_RNDV_SAME_GPU_WHOLE_PIECES */
+    int                     rndv_split_alone; /**< UCX_RNDV_SPLIT_ONLY_ALONE */
     size_t                  rndv_same_gpu_host_max; /**< UCX_RNDV_SAME_GPU_HOST_MAX */
     size_t                  tag_eager_max;   /**< UCX_TAG_EAGER_MAX_SIZE (or INF) */
 };
@@ -74,6 +75,8 @@ typedef struct ucp_rndv_config {
     int                  one_copier;    /**< same GPU: lower uuid copies */
     int                  whole_pieces;  /**< same GPU: no pieces below a
                                              fragment in the pipeline */
+    int                  split_alone;   /**< pieces below a fragment only for
+                                             a message alone in the pool */
     size_t               eager_max;     /**< largest eager tag message sent or
                                              accepted (SIZE_MAX: no limit) */
 } ucp_rndv_config_t;

@@ -356,6 +356,11 @@ ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_ty
 uint32_t ucp_rndv_gpu_tag(ucs_sys_device_t gpu);
 /** Give a fragment back and wake a waiter. */
 void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag);
+/** Whether others than the request that holds @a held fragments of the
+ *  pool of @a frag (and has just taken @a frag) hold fragments of that pool,
+ *  or any request waits for a fragment. */
+int ucp_rndv_frag_shared(ucp_worker_h worker, const ucp_rndv_frag_t *frag,
+                         unsigned held);
 /** The device fragment @a index owned by @a owner, or NULL (the index names
  *  the GPU's pool and the fragment in it; host fragments are never looked up
  *  by index). An index from a peer is checked, not trusted. */

@@ -348,6 +348,14 @@ void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag)
     ucs_list_add_head(&pool->free, &frag->list);
 }
 
+int ucp_rndv_frag_shared(ucp_worker_h worker, const ucp_rndv_frag_t *frag,
+                         unsigned held)
+{
+    /* in_use counts @a frag already. */
+    return (frag->slab->pool->in_use > held + 1) ||
+           !ucs_list_is_empty(&worker->rndv->waiters);
+}
+
 ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, uint32_t index,
                                     uint64_t owner)
 {

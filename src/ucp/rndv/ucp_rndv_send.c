@@ -307,10 +307,13 @@ static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
             ucp_rndv_send_abort(rreq, UCS_ERR_NO_MEMORY);
             return;
         }
-        piece      = rreq->whole_pieces ?
-                     frag->size :
-                     ucp_rndv_send_piece_size(rreq->length, frag->size,
-                                              worker->context->rndv.depth);
+        piece = frag->size;
+        if (!rreq->whole_pieces &&
+            !(worker->context->rndv.split_alone &&
+              ucp_rndv_frag_shared(worker, frag, rreq->inflight))) {
+            piece = ucp_rndv_send_piece_size(rreq->length, frag->size,
+                                             worker->context->rndv.depth);
+        }
         len        = rreq->length - rreq->next_offset;
         len        = (len < piece) ? len : piece;
         frag->used = len;

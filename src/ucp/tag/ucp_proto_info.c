@@ -73,6 +73,10 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
         printf("| same GPU      | device-fragment pipeline: one piece per fragment "
                "(UCX_RNDV_SAME_GPU_WHOLE_PIECES)\n");
     }
+    if (cuda_frags && cfg->split_alone) {
+        printf("| pipeline      | a message is cut into depth pieces only while "
+               "alone in its GPU's fragments (UCX_RNDV_SPLIT_ONLY_ALONE)\n");
+    }
     if (cuda_frags && cfg->frag_type_auto &&
         (cfg->same_gpu_host_max >= UCP_RNDV_SAME_GPU_HOST_MIN)) {
         printf("| same GPU      | neither buffer exportable, %lu..%zu B: pipeline "

@@ -174,7 +174,7 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
                const std::vector<std::pair<std::string, std::string>> &env,
                const std::vector<size_t> &sizes, unsigned concurrent = 1,
                size_t rndv_from = 8 * 1024, int sender_dev = 0,
-               long sender_pieces = -1)
+               long sender_pieces = -1, bool pieces_at_most = false)
 {
     auto receiver = [&](oob_channel &oob) {
         set_env(env);
@@ -241,7 +241,10 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
             }
             ASSERT_TRUE(oob.barrier());
         }
-        if (sender_pieces >= 0) {
+        if (pieces_at_most) {
+            EXPECT_LE(p.pipe_pieces(), (uint64_t)sender_pieces)
+                    << "copies into device fragments";
+        } else if (sender_pieces >= 0) {
             EXPECT_EQ((uint64_t)sender_pieces, p.pipe_pieces())
                     << "copies into device fragments";
         }
@@ -424,6 +427,32 @@ TEST_F(test_ucp_cuda_rndv_misc, two_gpus_pipeline_keeps_pieces)
     run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
               {{"UCX_RNDV_FRAG_SIZE", "cuda:2M"}}, {3 * 1024 * 1024 + 5}, 1, 8 * 1024,
               1, 4);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, two_gpus_messages_sharing_fragments_go_whole)
+{
+    if (cuda_test::device_count() < 2) {
+        GTEST_SKIP() << "needs two CUDA devices";
+    }
+    /* Four messages of 3 MiB + 5 at once through a pool of four 2 MiB
+     * fragments: the first, alone, takes all four in 1 MiB pieces; the
+     * others wait, find the pool shared and fill whole fragments (2 MiB and
+     * the rest), except what a message sends once it is alone again. Cut
+     * always, they make 16 pieces. */
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_FRAG_SIZE", "cuda:2M"}, {"UCX_RNDV_FRAG_POOL_SIZE", "4"}},
+              {3 * 1024 * 1024 + 5}, 4, 8 * 1024, 1, 15, true);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, two_gpus_messages_cut_always_when_asked)
+{
+    if (cuda_test::device_count() < 2) {
+        GTEST_SKIP() << "needs two CUDA devices";
+    }
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_FRAG_SIZE", "cuda:2M"}, {"UCX_RNDV_FRAG_POOL_SIZE", "4"},
+               {"UCX_RNDV_SPLIT_ONLY_ALONE", "n"}},
+              {3 * 1024 * 1024 + 5}, 4, 8 * 1024, 1, 16);
 }
 
 /* Host -> host between peers with cuda_ipc lanes: with the default
