@@ -13,9 +13,9 @@
  * stream of messages the receiver's progress loop sees several new copies
  * per call, and they cost one launch instead of one driver call each; a
  * copy that found no company by then is issued with cuMemcpyAsync after
- * all. The kernel only touches memory of the queue's own GPU, so copies
- * with a peer GPU, host memory, managed memory or unaligned ends are issued
- * at once as before.
+ * all. The kernel only touches device memory mapped in the queue's context
+ * (the caller says, see uct_cuda_kernel_may_touch()), so copies with host
+ * memory, managed memory or unaligned ends are issued at once as before.
  */
 #include "cuda_common.h"
 
@@ -69,6 +69,24 @@ static void uct_cuda_kernel_load(uct_cuda_kernel_t *k)
     ucs_debug("cuda: built without nvcc: no copy kernel, copies are issued one "
               "by one");
 #endif
+}
+
+int uct_cuda_kernel_may_touch(CUcontext ctx, int device, const void *ptr, size_t len)
+{
+    uct_cuda_mem_desc_t desc;
+    CUcontext owner = NULL;
+
+    if ((uct_cuda_mem_describe(ptr, len, &desc) != UCS_OK) ||
+        (desc.mem_type != UCS_MEMORY_TYPE_CUDA) || (desc.device != device)) {
+        return 0;
+    }
+    if ((desc.alloc_kind == UCS_MEMTYPE_ALLOC_POOL) ||
+        (desc.alloc_kind == UCS_MEMTYPE_ALLOC_VMM)) {
+        return 1;
+    }
+    return (cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT,
+                                  (CUdeviceptr)(uintptr_t)ptr) == CUDA_SUCCESS) &&
+           (owner == ctx);
 }
 
 void uct_cuda_kernel_cleanup(uct_cuda_kernel_t *kernel)

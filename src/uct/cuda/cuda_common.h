@@ -221,6 +221,14 @@ void uct_cuda_queue_launch(uct_cuda_queue_t *q);
  */
 void uct_cuda_queue_abandon(uct_cuda_queue_t *q);
 
+/**
+ * Whether the copy kernel running in context @a ctx on GPU @a device may
+ * touch [@a ptr, +@a len) of this process: device memory of that GPU, and
+ * for cuMemAlloc memory, of that context (another context's allocation is not
+ * mapped in @a ctx; stream-ordered and VMM memory are mapped per device).
+ */
+int uct_cuda_kernel_may_touch(CUcontext ctx, int device, const void *ptr, size_t len);
+
 /** Unload the kernel's module (its context current). */
 void uct_cuda_kernel_cleanup(uct_cuda_kernel_t *kernel);
 

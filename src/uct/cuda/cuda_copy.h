@@ -37,6 +37,7 @@ typedef struct uct_cuda_copy_iface_config {
     uct_iface_config_t super;  /**< super.max_bcopy: UCX_CUDA_COPY_MAX_BCOPY */
     size_t             max_short;
     size_t             htod_memop_max;
+    size_t             batch_copy_max;
 } uct_cuda_copy_iface_config_t;
 
 /** Upper bound of UCX_CUDA_COPY_HTOD_MEMOP_MAX: one write per 4 bytes. */
@@ -49,6 +50,7 @@ typedef struct uct_cuda_copy_iface {
     uct_base_iface_t super;
     CUcontext        ctx;       /**< current at open (home) */
     uct_cuda_queue_t queue;     /**< the home context's stream */
+    uct_cuda_kernel_t kernel;   /**< batched device copies on the home queue */
     int              home;      /**< device of ctx */
     int              num_devices;
     /* Memory that only its own device may access (VMM, pools) must be
@@ -84,6 +86,11 @@ typedef struct uct_cuda_copy_iface_addr {
 #define UCT_CUDA_COPY_ADDR_MAGIC 0x43704375u /* "uCpC" */
 
 extern uct_component_t uct_cuda_copy_component;
+
+/** Kernel launches of the iface's home queue and the copies they carried
+ *  (tests). */
+void uct_cuda_copy_iface_batch_stats(uct_iface_h iface, uint64_t *launches,
+                                     uint64_t *copies);
 
 /** Identity of this process (boot id, pid namespace, pid). */
 uint64_t uct_cuda_copy_proc_id(void);

@@ -46,7 +46,7 @@ static int uct_cuda_copy_ep_htod_memop(uct_cuda_copy_iface_t *iface,
     CUresult res;
 
     if ((length > iface->htod_memop_max) || (length == 0) || ((dst | length) & 3) ||
-        (queue->outstanding != 0) ||
+        ((queue->outstanding | queue->batched) != 0) ||
         (uct_cuda_mem_describe((void*)(uintptr_t)dst, length, &desc) != UCS_OK) ||
         (desc.mem_type != UCS_MEMORY_TYPE_CUDA) ||
         (iface->memop_refused & UCS_BIT(desc.alloc_kind))) {
@@ -91,18 +91,29 @@ static int uct_cuda_copy_ep_htod_memop(uct_cuda_copy_iface_t *iface,
     return 1;
 }
 
-/* Queue one copy on @a queue (its context current). */
+/* Queue one copy on @a queue (its context current). With @a may_wait, on
+ * the home queue, a copy between two device buffers of the home GPU may wait
+ * for a batch (cuda_batch.c); every other copy goes through the same queue,
+ * after the copies that wait. */
 static ucs_status_t uct_cuda_copy_ep_issue(uct_cuda_copy_iface_t *iface,
                                            uct_cuda_queue_t *queue, CUdeviceptr dst,
-                                           CUdeviceptr src, size_t length)
+                                           CUdeviceptr src, size_t length,
+                                           int may_wait)
 {
+    int kernel_ok;
+
     if (ucs_unlikely(length <= iface->htod_memop_max) &&
         uct_cuda_copy_ep_htod_memop(iface, queue, dst, (const void*)(uintptr_t)src,
                                     length)) {
         return UCS_OK;
     }
-    return UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR,
-                         cuMemcpyAsync(dst, src, length, queue->stream));
+    kernel_ok = may_wait && (queue == &iface->queue) &&
+                uct_cuda_queue_may_batch(queue, length) &&
+                uct_cuda_kernel_may_touch(iface->ctx, iface->home,
+                                          (const void*)(uintptr_t)dst, length) &&
+                uct_cuda_kernel_may_touch(iface->ctx, iface->home,
+                                          (const void*)(uintptr_t)src, length);
+    return uct_cuda_queue_copy(queue, dst, src, length, kernel_ok);
 }
 
 /* A blocking copy on the stream of the device the memory belongs to. */
@@ -121,7 +132,7 @@ static ucs_status_t uct_cuda_copy_ep_copy_sync(uct_cuda_copy_iface_t *iface,
     }
     pushed = uct_cuda_ctx_push(ctx);
     status = uct_cuda_copy_ep_issue(iface, queue, (CUdeviceptr)(uintptr_t)dst,
-                                    (CUdeviceptr)(uintptr_t)src, length);
+                                    (CUdeviceptr)(uintptr_t)src, length, 0);
     if (status == UCS_OK) {
         status = UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuStreamSynchronize(queue->stream));
     }
@@ -226,11 +237,10 @@ static ucs_status_t uct_cuda_copy_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
             src   = is_put ? local : remote;
             dst   = is_put ? remote : local;
             if (iov[i].length > 0) {
-                if (uct_cuda_copy_ep_issue(iface, queue, dst, src, iov[i].length) !=
-                    UCS_OK) {
-                    /* Copies already queued finish before any later flush. */
+                if (uct_cuda_copy_ep_issue(iface, queue, dst, src, iov[i].length,
+                                           1) != UCS_OK) {
                     status = UCS_ERR_IO_ERROR;
-                    goto out;
+                    goto err;
                 }
             }
             remote += iov[i].length;
@@ -238,6 +248,13 @@ static ucs_status_t uct_cuda_copy_ep_zcopy(uct_ep_h ep, const uct_iov_t *iov,
     }
 
     status = uct_cuda_queue_push(queue, comp);
+    if (status == UCS_INPROGRESS) {
+        goto out;
+    }
+err:
+    /* No op will wait for this one's copies: issue those still waiting for
+     * a batch and let them finish before the caller reuses the buffers. */
+    uct_cuda_queue_abandon(queue);
 out:
     uct_cuda_ctx_pop(pushed);
     return status;

@@ -47,29 +47,14 @@ void uct_cuda_ipc_ep_destroy(uct_ep_h ep)
 /* Both ends of a copy where the batch kernel, running in the iface's
  * context, may touch them: the mapping lives in the iface's context (peer
  * memory too: imports are mapped with access for our GPU, so with
- * BATCH_PEER the kernel reads or writes it over the link); the local buffer
- * is device memory of our GPU and, for cuMemAlloc memory, of our context
- * (another context's allocation is not mapped in ours; stream-ordered and
- * VMM memory are mapped per device). */
+ * BATCH_PEER the kernel reads or writes it over the link), and the local
+ * buffer is memory the kernel reaches. */
 static int uct_cuda_ipc_ep_kernel_ok(const uct_cuda_ipc_iface_t *iface,
-                                       const uct_cuda_ipc_mapping_t *mapping,
-                                       const void *local, size_t len)
+                                     const uct_cuda_ipc_mapping_t *mapping,
+                                     const void *local, size_t len)
 {
-    uct_cuda_mem_desc_t desc;
-    CUcontext ctx = NULL;
-
-    if (!(mapping->local_gpu || iface->batch_peer) ||
-        (uct_cuda_mem_describe(local, len, &desc) != UCS_OK) ||
-        (desc.mem_type != UCS_MEMORY_TYPE_CUDA) || (desc.device != iface->device)) {
-        return 0;
-    }
-    if ((desc.alloc_kind == UCS_MEMTYPE_ALLOC_POOL) ||
-        (desc.alloc_kind == UCS_MEMTYPE_ALLOC_VMM)) {
-        return 1;
-    }
-    return (cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT,
-                                  (CUdeviceptr)(uintptr_t)local) == CUDA_SUCCESS) &&
-           (ctx == iface->ctx);
+    return (mapping->local_gpu || iface->batch_peer) &&
+           uct_cuda_kernel_may_touch(iface->ctx, iface->device, local, len);
 }
 
 static void uct_cuda_ipc_ep_op_done(void *arg)

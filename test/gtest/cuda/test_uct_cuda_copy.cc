@@ -5,6 +5,10 @@
  * stream work late (CUDASIM_ASYNC=1), where a completion reported before
  * the copy finished shows up as wrong data.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include "test_uct_cuda.h"
 
 #include <ucs/sys/topo_device.h>
@@ -701,5 +705,129 @@ TEST_F(test_uct_cuda_copy, md_allocates_device_memory_on_the_gpu_named)
             EXPECT_UCS_OK(uct_md_mem_free(c.e.md(), memh));
         }
         EXPECT_CU(cuMemFree(on1));
+    });
+}
+
+namespace {
+
+struct copy_batch_stats {
+    uint64_t launches = 0, copies = 0;
+};
+
+copy_batch_stats copy_batch(uct_iface_h iface)
+{
+    typedef void (*fn_t)(uct_iface_h, uint64_t *, uint64_t *);
+    fn_t fn = (fn_t)module_symbol("uct_cuda_copy_iface_batch_stats");
+    copy_batch_stats st;
+
+    if (fn == NULL) {
+        ADD_FAILURE() << "uct_cuda_copy_iface_batch_stats not found";
+        return st;
+    }
+    fn(iface, &st.launches, &st.copies);
+    return st;
+}
+
+/* One put_zcopy from @a src_off of the device source, or of host memory. */
+struct dev_copy {
+    size_t src_off, dst_off, len;
+    bool   host_src;
+};
+
+/*
+ * Post @a ops as put_zcopy into one device buffer without progress in
+ * between (the first keeps the queue busy), wait for all, and check every
+ * byte of the destination, untouched bytes included, and that @a launches
+ * kernels carried @a copies of them.
+ */
+void run_device_copies(const char *batch_max, const std::vector<dev_copy> &ops,
+                       uint64_t launches, uint64_t copies)
+{
+    const size_t size = 8ul << 20;
+
+    if (is_model()) {
+        init_late_streams("2000"); /* copies finish late */
+    } else {
+        init_device();
+    }
+    setenv("UCX_CUDA_COPY_BATCH_COPY_MAX", batch_max, 1);
+    copy_ctx c;
+    allocation src, dst;
+    ASSERT_CU(src.allocate(mem_kind::legacy, size));
+    ASSERT_CU(dst.allocate(mem_kind::legacy, size));
+    std::vector<unsigned char> dev_data = host_pattern(size, 3);
+    std::vector<unsigned char> host_data = host_pattern(size, 101);
+    ASSERT_CU(cuMemcpyHtoD(src.ptr, dev_data.data(), size));
+    ASSERT_CU(cuMemsetD8(dst.ptr, 0, size));
+    ASSERT_CU(cuCtxSynchronize());
+
+    std::vector<ucx_test::uct_test_completion> comps(ops.size());
+    std::vector<unsigned char> want(size, 0);
+    for (size_t i = 0; i < ops.size(); ++i) {
+        const dev_copy &op = ops[i];
+        CUdeviceptr from = op.host_src ? (CUdeviceptr)(host_data.data() + op.src_off)
+                                       : src.ptr + op.src_off;
+        uct_iov_t iov = make_iov(from, op.len);
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(c.ep, &iov, 1, dst.ptr + op.dst_off,
+                                                   0, &comps[i].comp))
+                << "copy " << i;
+        const std::vector<unsigned char> &from_data = op.host_src ? host_data : dev_data;
+        memcpy(&want[op.dst_off], &from_data[op.src_off], op.len);
+    }
+    for (size_t i = 0; i < comps.size(); ++i) {
+        ASSERT_TRUE(wait_comp(c.e, comps[i])) << "copy " << i;
+        EXPECT_UCS_OK(comps[i].comp.status) << "copy " << i;
+    }
+    copy_batch_stats st = copy_batch(c.e.iface());
+    EXPECT_EQ(launches, st.launches);
+    EXPECT_EQ(copies, st.copies);
+
+    std::vector<unsigned char> got(size);
+    ASSERT_CU(cuMemcpyDtoH(got.data(), dst.ptr, size));
+    size_t bad = 0;
+    for (size_t i = 0; i < size; ++i) {
+        bad += (got[i] != want[i]);
+    }
+    EXPECT_EQ(0u, bad) << "bytes differing in the destination";
+}
+
+/* With BATCH_COPY_MAX=1M: which copies wait for one launch. */
+const std::vector<dev_copy> k_copy_mix = {
+    {0, 0, 2ul << 20, false},                          /* above the limit: at once */
+    {(2ul << 20), (2ul << 20) + 16, 65536 + 5, false}, /* odd length: batched */
+    {(3ul << 20), (3ul << 20) + 4096, 16, false},      /* one word: batched */
+    {(1ul << 20), (5ul << 20) + 64, 1ul << 20, false}, /* at the limit: batched */
+    /* Issued at once, after launching the three that wait (stream order): */
+    {(3ul << 20) + 1, (3ul << 20) + 8193, 100, false}, /* unaligned */
+    {0, (2ul << 20) + 131072, 4096, true},             /* host source */
+};
+
+bool copy_kernel_built()
+{
+#ifdef HAVE_CUDA_COPY_KERNEL
+    return true;
+#else
+    return false;
+#endif
+}
+
+} // namespace
+
+TEST_F(test_uct_cuda_copy, device_copies_posted_while_busy_are_one_launch)
+{
+    if (!copy_kernel_built()) {
+        GTEST_SKIP() << "built without nvcc: no copy kernel";
+    }
+    /* The rendezvous pipeline's copies into device fragments are these: a
+     * stream of device-to-device puts while earlier ones run. */
+    in_child([] {
+        run_device_copies("1M", k_copy_mix, 1, 3);
+    });
+}
+
+TEST_F(test_uct_cuda_copy, batch_copy_max_zero_issues_every_device_copy_at_once)
+{
+    in_child([] {
+        run_device_copies("0", k_copy_mix, 0, 0);
     });
 }
