@@ -312,7 +312,7 @@ TEST(test_ucp_rndv_config, bad_values_are_refused_naming_the_variable)
     }
 }
 
-TEST(test_ucp_rndv_config, defaults_keep_256m_of_device_fragments)
+TEST(test_ucp_rndv_config, defaults_keep_at_most_512m_of_device_fragments)
 {
     const size_t M = 1ul << 20;
     ucp_rndv_config_t rndv;
@@ -323,11 +323,14 @@ TEST(test_ucp_rndv_config, defaults_keep_256m_of_device_fragments)
     ucp_config_release(config);
     ASSERT_EQ(UCS_OK, status);
     /* Measured on 2x H200 (docs/rendezvous.md): 64 MiB fragments, depth 4,
-     * a pool of 4 fragments = 256 MiB of device memory per worker. */
+     * a pool of at most 8 fragments = 512 MiB of device memory per worker
+     * and GPU; pieces below a fragment only for a message alone. */
     EXPECT_EQ(64 * M, rndv.frag_size[UCS_MEMORY_TYPE_CUDA]);
     EXPECT_EQ(4u, rndv.depth);
-    EXPECT_EQ(4u, rndv.frag_pool_max);
-    EXPECT_EQ(256 * M, rndv.frag_pool_max * rndv.frag_size[UCS_MEMORY_TYPE_CUDA]);
+    EXPECT_EQ(8u, rndv.frag_pool_max);
+    EXPECT_EQ(512 * M, rndv.frag_pool_max * rndv.frag_size[UCS_MEMORY_TYPE_CUDA]);
+    EXPECT_TRUE(rndv.split_alone);
+    EXPECT_TRUE(rndv.whole_pieces);
     /* Messages below depth fragments still make depth pieces >= 1 MiB. */
     EXPECT_EQ(1 * M, ucp_rndv_send_piece_size(4 * M, 64 * M, rndv.depth));
     EXPECT_EQ(4 * M, ucp_rndv_send_piece_size(16 * M, 64 * M, rndv.depth));
