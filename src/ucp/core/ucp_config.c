@@ -110,13 +110,14 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "shared by two processes, its context switch (docs/rendezvous.md).",
      offsetof(ucp_config_t, rndv_frag_size), UCS_CONFIG_TYPE_MEMTYPE_SIZE_MAP},
 
-    {"RNDV_FRAG_POOL_SIZE", "8",
+    {"RNDV_FRAG_POOL_SIZE", "16",
      "Most fragments of each memory type a worker allocates per GPU they\n"
-     "stage for, 4 at a time as needed (at most 8 x 64M = 512M of device\n"
-     "memory per GPU by default; device fragments live on that GPU, host\n"
-     "fragments on its NUMA node); requests wait for a free fragment when\n"
-     "all are in use. More fragments let more messages overlap, which\n"
-     "matters most on one GPU shared by both processes.",
+     "stage for, 4 at a time as messages need them (at most 16 x 64M = 1G of\n"
+     "device memory per GPU by default; device fragments live on that GPU,\n"
+     "host fragments on its NUMA node); requests wait for a free fragment\n"
+     "when all are in use. More fragments let more messages overlap: on\n"
+     "2x H200, 4 MiB messages between two GPUs reach the raw copy with 16\n"
+     "(63 % with 4), and one GPU shared by both processes gains up to 32.",
      offsetof(ucp_config_t, rndv_frag_pool), UCS_CONFIG_TYPE_UINT},
 
     {"RNDV_PIPELINE_DEPTH", "4",

@@ -312,7 +312,7 @@ TEST(test_ucp_rndv_config, bad_values_are_refused_naming_the_variable)
     }
 }
 
-TEST(test_ucp_rndv_config, defaults_keep_at_most_512m_of_device_fragments)
+TEST(test_ucp_rndv_config, defaults_keep_at_most_1g_of_device_fragments)
 {
     const size_t M = 1ul << 20;
     ucp_rndv_config_t rndv;
@@ -323,12 +323,12 @@ TEST(test_ucp_rndv_config, defaults_keep_at_most_512m_of_device_fragments)
     ucp_config_release(config);
     ASSERT_EQ(UCS_OK, status);
     /* Measured on 2x H200 (docs/rendezvous.md): 64 MiB fragments, depth 4,
-     * a pool of at most 8 fragments = 512 MiB of device memory per worker
+     * a pool of at most 16 fragments = 1 GiB of device memory per worker
      * and GPU; pieces below a fragment only for a message alone. */
     EXPECT_EQ(64 * M, rndv.frag_size[UCS_MEMORY_TYPE_CUDA]);
     EXPECT_EQ(4u, rndv.depth);
-    EXPECT_EQ(8u, rndv.frag_pool_max);
-    EXPECT_EQ(512 * M, rndv.frag_pool_max * rndv.frag_size[UCS_MEMORY_TYPE_CUDA]);
+    EXPECT_EQ(16u, rndv.frag_pool_max);
+    EXPECT_EQ(1024 * M, rndv.frag_pool_max * rndv.frag_size[UCS_MEMORY_TYPE_CUDA]);
     EXPECT_TRUE(rndv.split_alone);
     EXPECT_TRUE(rndv.whole_pieces);
     /* Messages below depth fragments still make depth pieces >= 1 MiB. */
