@@ -61,6 +61,7 @@ typedef struct sim_config {
     int      cpu_access;     /**< CUDASIM_CPU_ACCESS: device memory CPU-visible */
     int      memops;         /**< CUDASIM_MEMOPS: stream memory operations work */
     int      kernels;        /**< CUDASIM_KERNELS: modules load */
+    int      peer;           /**< CUDASIM_PEER: devices report peer access */
     long     launch_fail;    /**< CUDASIM_LAUNCH_FAIL: launches from this one
                                   (1-based) fail; 0: none */
     size_t   device_mem;     /**< CUDASIM_DEVICE_MEM_MB, per device */

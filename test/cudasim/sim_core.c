@@ -153,7 +153,7 @@ static int sim_env_long(const char *name, long min, long max, long dflt,
 
 static int sim_read_config(sim_config_t *cfg)
 {
-    long devices, async, delay, fabric, cpu, mem_mb, memops, kernels, launch_fail;
+    long devices, async, delay, fabric, cpu, mem_mb, memops, kernels, launch_fail, peer;
 
     if ((sim_env_long("CUDASIM_DEVICES", 0, SIM_MAX_DEVICES, 2, &devices) != 0) ||
         (sim_env_long("CUDASIM_ASYNC", 0, 1, 0, &async) != 0) ||
@@ -162,6 +162,7 @@ static int sim_read_config(sim_config_t *cfg)
         (sim_env_long("CUDASIM_CPU_ACCESS", 0, 1, 0, &cpu) != 0) ||
         (sim_env_long("CUDASIM_MEMOPS", 0, 1, 1, &memops) != 0) ||
         (sim_env_long("CUDASIM_KERNELS", 0, 1, 1, &kernels) != 0) ||
+        (sim_env_long("CUDASIM_PEER", 0, 1, 1, &peer) != 0) ||
         (sim_env_long("CUDASIM_LAUNCH_FAIL", 0, 1L << 30, 0, &launch_fail) != 0) ||
         (sim_env_long("CUDASIM_DEVICE_MEM_MB", 64, 1L << 24, 16384,
                       &mem_mb) != 0)) {
@@ -174,6 +175,7 @@ static int sim_read_config(sim_config_t *cfg)
     cfg->cpu_access     = (int)cpu;
     cfg->memops         = (int)memops;
     cfg->kernels        = (int)kernels;
+    cfg->peer           = (int)peer;
     cfg->launch_fail    = launch_fail;
     cfg->device_mem     = (size_t)mem_mb << 20;
     return 0;

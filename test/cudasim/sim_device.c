@@ -342,7 +342,8 @@ CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
     return status;
 }
 
-/* All model devices see each other, as GPUs joined by NVLink do. */
+/* All model devices see each other, as GPUs joined by NVLink do, unless
+ * CUDASIM_PEER=0 (GPUs behind PCIe switches without peer-to-peer). */
 CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev,
                                CUdevice peerDev)
 {
@@ -353,7 +354,7 @@ CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev,
     }
     status = sim_check_device(peerDev);
     if (status == CUDA_SUCCESS) {
-        *canAccessPeer = (dev != peerDev);
+        *canAccessPeer = sim.cfg.peer && (dev != peerDev);
     }
     sim_leave();
     return status;

@@ -225,7 +225,10 @@ static CUresult sim_copy_batch_launch(CUstream stream, unsigned copies,
     if (op == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    for (i = 0; i < copies; ++i) {
+    /* A GPU runs the copies of one launch at the same time, in no order:
+     * the model runs them last to first, so that a caller that relies on
+     * their order sees wrong data here rather than a race on a GPU. */
+    for (i = copies; i-- > 0;) {
         if (args->len[i] == 0) {
             continue;
         }

@@ -73,11 +73,11 @@ static const ucs_config_field_t ucp_config_fields[] = {
 
     {"RNDV_SPLIT_ONLY_ALONE", "y",
      "Cut a message smaller than the pipeline depth of fragments into depth\n"
-     "pieces only while no other message holds or waits for the fragments of\n"
-     "its GPU. A lone message overlaps the sender's copy of one piece with\n"
-     "the receiver's read of the previous; with several messages in flight\n"
-     "they overlap each other, and every extra piece costs both processes a\n"
-     "copy to issue (~5 us each) and a fragment. n: always cut.",
+     "pieces only while no other message holds fragments of its GPU or waits\n"
+     "for a fragment. A lone message overlaps the sender's copy of one piece\n"
+     "with the receiver's read of the previous; with several messages in\n"
+     "flight they overlap each other, and every extra piece costs both\n"
+     "processes a copy to issue (~5 us each) and a fragment. n: always cut.",
      offsetof(ucp_config_t, rndv_split_alone), UCS_CONFIG_TYPE_BOOL},
 
     {"RNDV_SAME_GPU_HOST_MAX", "512K",
@@ -104,8 +104,9 @@ static const ucs_config_field_t ucp_config_fields[] = {
 
     {"RNDV_FRAG_SIZE", "host:512K,cuda:64M",
      "Size of a pipeline fragment per memory type, e.g. host:512K,cuda:64M.\n"
-     "A message smaller than depth fragments is cut into pieces of\n"
-     "len/UCX_RNDV_PIPELINE_DEPTH (at least 1M of device memory). Large\n"
+     "A message smaller than depth fragments, alone in the pool and between\n"
+     "two GPUs, is cut into pieces of len/UCX_RNDV_PIPELINE_DEPTH (at least\n"
+     "1M of device memory); otherwise a piece fills a fragment. Large\n"
      "device fragments amortize the ~3-6 us to issue a copy and, on one GPU\n"
      "shared by two processes, its context switch (docs/rendezvous.md).",
      offsetof(ucp_config_t, rndv_frag_size), UCS_CONFIG_TYPE_MEMTYPE_SIZE_MAP},

@@ -185,6 +185,14 @@ void uct_cuda_queue_launch(uct_cuda_queue_t *q)
     q->batched = 0;
 }
 
+void uct_cuda_queue_launch_pushed(uct_cuda_queue_t *q)
+{
+    uct_cuda_queue_launch(q);
+    /* Every copy that waited belongs to an op pushed already, which a
+     * failure has marked: no op queued later may take the error. */
+    q->issue_error = CUDA_SUCCESS;
+}
+
 ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst, CUdeviceptr src,
                                  size_t len, int kernel_ok)
 {
@@ -213,7 +221,6 @@ ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst, CUdevicep
 
 void uct_cuda_queue_abandon(uct_cuda_queue_t *q)
 {
-    uct_cuda_queue_launch(q);
+    uct_cuda_queue_launch_pushed(q);
     (void)cuStreamSynchronize(q->stream);
-    q->issue_error = CUDA_SUCCESS;
 }

@@ -379,7 +379,7 @@ ucs_status_t uct_cuda_queue_flush(uct_cuda_queue_t *q, uct_completion_t *comp)
         if (q->batched != 0) {
             int pushed = uct_cuda_ctx_push(q->ctx);
 
-            uct_cuda_queue_launch(q);
+            uct_cuda_queue_launch_pushed(q);
             uct_cuda_ctx_pop(pushed);
         }
         (void)UCT_CUDA_CALL(UCS_LOG_LEVEL_ERROR, cuStreamSynchronize(q->stream));

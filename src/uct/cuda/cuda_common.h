@@ -213,6 +213,10 @@ ucs_status_t uct_cuda_queue_copy(uct_cuda_queue_t *q, CUdeviceptr dst,
 /** Launch the copies waiting on @a q now (queue's context current). */
 void uct_cuda_queue_launch(uct_cuda_queue_t *q);
 
+/** As uct_cuda_queue_launch(), where no op is being queued (fence, flush,
+ *  blocking copy): a failure fails only the ops of the copies that waited. */
+void uct_cuda_queue_launch_pushed(uct_cuda_queue_t *q);
+
 /**
  * The op whose copies were just queued on @a q will not be pushed (its call
  * failed): issue the copies that wait, wait for the stream, so that nothing

@@ -131,6 +131,7 @@ static ucs_status_t uct_cuda_copy_ep_copy_sync(uct_cuda_copy_iface_t *iface,
         return UCS_ERR_IO_ERROR;
     }
     pushed = uct_cuda_ctx_push(ctx);
+    uct_cuda_queue_launch_pushed(queue); /* in stream order, before ours */
     status = uct_cuda_copy_ep_issue(iface, queue, (CUdeviceptr)(uintptr_t)dst,
                                     (CUdeviceptr)(uintptr_t)src, length, 0);
     if (status == UCS_OK) {

@@ -329,7 +329,7 @@ static ucs_status_t uct_cuda_copy_iface_fence(uct_iface_h tl_iface, unsigned fla
     if (iface->queue.batched != 0) {
         int pushed = uct_cuda_ctx_push(iface->ctx);
 
-        uct_cuda_queue_launch(&iface->queue);
+        uct_cuda_queue_launch_pushed(&iface->queue);
         uct_cuda_ctx_pop(pushed);
     }
     /* One stream is ordered already; with several, later copies must not

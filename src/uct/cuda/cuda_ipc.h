@@ -163,6 +163,9 @@ typedef struct uct_cuda_ipc_mapping {
     CUdeviceptr                 local_base;
     int                         local_gpu;    /**< the memory is on the
                                                    importer's GPU (by UUID) */
+    int                         peer_gpu;     /**< on another GPU of this
+                                                   process that ours accesses
+                                                   peer-to-peer */
     unsigned                    refcount;     /**< operations in flight + the cache's 1 */
     int                         cached;       /**< still findable in the cache */
     struct uct_cuda_ipc_pool_import *pool;    /**< POOL: the imported pool */

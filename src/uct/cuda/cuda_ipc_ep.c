@@ -13,8 +13,9 @@
  * GPUs run concurrently). cuMemcpyAsync takes the direction from unified
  * addressing, so the local buffer may also be host memory (a rendezvous
  * into a host receive buffer, or a put from a host send buffer). Copies
- * between two buffers of the iface's own GPU may instead wait for the next
- * progress and go out as one kernel with others (cuda_batch.c). The mapping
+ * between a device buffer of the iface's GPU and a mapping of that GPU or of
+ * a peer GPU may instead wait for the next progress and go out as one
+ * kernel with others (cuda_batch.c). The mapping
  * stays referenced until the operation's event has fired, so the cache
  * never unmaps memory a copy still uses.
  */
@@ -45,15 +46,15 @@ void uct_cuda_ipc_ep_destroy(uct_ep_h ep)
 }
 
 /* Both ends of a copy where the batch kernel, running in the iface's
- * context, may touch them: the mapping lives in the iface's context (peer
- * memory too: imports are mapped with access for our GPU, so with
- * BATCH_PEER the kernel reads or writes it over the link), and the local
- * buffer is memory the kernel reaches. */
+ * context, may touch them: the mapping lives in the iface's context, and is
+ * memory of our GPU or, with BATCH_PEER, of a GPU ours reaches peer-to-peer
+ * (imports are mapped with access for our GPU: the kernel reads or writes
+ * them over the link); the local buffer is memory the kernel reaches. */
 static int uct_cuda_ipc_ep_kernel_ok(const uct_cuda_ipc_iface_t *iface,
                                      const uct_cuda_ipc_mapping_t *mapping,
                                      const void *local, size_t len)
 {
-    return (mapping->local_gpu || iface->batch_peer) &&
+    return (mapping->local_gpu || (iface->batch_peer && mapping->peer_gpu)) &&
            uct_cuda_kernel_may_touch(iface->ctx, iface->device, local, len);
 }
 

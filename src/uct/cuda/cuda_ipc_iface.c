@@ -43,20 +43,25 @@ static ucs_config_field_t uct_cuda_ipc_iface_config_fields[] = {
      UCS_CONFIG_TYPE_ENUM(uct_cuda_ipc_fd_transfer_names), 0},
 
     {"BATCH_COPY_MAX", "16M",
-     "Largest get/put between two buffers of the same GPU that waits for the "
-     "iface's next progress call, where every such copy gathered since the "
-     "last call is launched as one kernel: one launch costs the CPU about "
-     "what one cuMemcpyAsync does, which limits a stream of mid-size messages "
-     "on one GPU. 0: issue every copy at once with cuMemcpyAsync; inf: no "
-     "limit. Needs a build with nvcc (ucx_info -v says).",
+     "Largest get/put between a device buffer of the iface's GPU and peer "
+     "memory of that GPU (or of a peer-accessible GPU, see BATCH_PEER) that "
+     "waits for the iface's next progress call while copies are in flight, "
+     "where every such copy gathered since the last call is launched as one "
+     "kernel: one launch costs the CPU about what one cuMemcpyAsync does, "
+     "which limits a stream of mid-size messages. The kernel runs on the "
+     "SMs. 0: issue every copy at once with cuMemcpyAsync; inf: no limit. "
+     "Needs a build with nvcc (ucx_info -v says).",
      ucs_offsetof(uct_cuda_ipc_iface_config_t, batch_copy_max),
      UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF), 0},
 
     {"BATCH_PEER", "y",
-     "Batch copies with memory of another GPU too, under the same size limit: "
-     "the kernel, on the iface's GPU, reads or writes the peer's memory "
-     "through the import's mapping (NVLink or PCIe). n: only memory of the "
-     "iface's GPU; copies of peer memory go one by one to the copy engines.",
+     "Batch copies with memory of another GPU too, under the same size limit, "
+     "when this process sees that GPU and ours accesses it peer-to-peer "
+     "(cuDeviceCanAccessPeer): the kernel, on the iface's GPU, reads or "
+     "writes the peer's memory through the import's mapping. Measured over "
+     "NVLink (H200); over PCIe the copy engines may do better. n: only "
+     "memory of the iface's GPU; copies of peer memory go one by one to the "
+     "copy engines.",
      ucs_offsetof(uct_cuda_ipc_iface_config_t, batch_peer),
      UCS_CONFIG_TYPE_BOOL, 0},
 
@@ -249,7 +254,7 @@ static ucs_status_t uct_cuda_ipc_iface_fence(uct_iface_h tl_iface, unsigned flag
     pushed = uct_cuda_ctx_push(iface->ctx);
     for (i = 0; mask != 0; ++i, mask >>= 1) {
         if ((mask & 1) && (iface->queues[i].batched != 0)) {
-            uct_cuda_queue_launch(&iface->queues[i]);
+            uct_cuda_queue_launch_pushed(&iface->queues[i]);
         }
     }
     uct_cuda_ctx_pop(pushed);

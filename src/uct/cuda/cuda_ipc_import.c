@@ -395,6 +395,31 @@ static void uct_cuda_ipc_cache_trim(uct_cuda_ipc_cache_t *cache)
     }
 }
 
+/* Whether the memory of @a key lives on a GPU this process sees and ours
+ * reaches peer-to-peer: only then may a kernel of ours touch the mapping
+ * (a fault there would poison the context). Once per import. */
+static int uct_cuda_ipc_peer_reachable(const uct_cuda_ipc_cache_t *cache,
+                                       const uct_cuda_ipc_key_t *key)
+{
+    int count = uct_cuda_device_count();
+    uint8_t uuid[16];
+    int i, can = 0;
+
+    if (uct_cuda_ipc_uuid_unknown(key->device_uuid)) {
+        return 0;
+    }
+    for (i = 0; i < count; ++i) {
+        uct_cuda_ipc_device_uuid(i, uuid);
+        if (!memcmp(uuid, key->device_uuid, sizeof(uuid))) {
+            return (i != (int)cache->device) &&
+                   (cuDeviceCanAccessPeer(&can, cache->device, (CUdevice)i) ==
+                    CUDA_SUCCESS) &&
+                   can;
+        }
+    }
+    return 0; /* a GPU this process does not see */
+}
+
 ucs_status_t uct_cuda_ipc_cache_get(uct_cuda_ipc_cache_t *cache,
                                     const uct_cuda_ipc_key_t *key,
                                     uct_cuda_ipc_mapping_t **mapping_p)
@@ -458,11 +483,14 @@ ucs_status_t uct_cuda_ipc_cache_get(uct_cuda_ipc_cache_t *cache,
     m->local_gpu   = !uct_cuda_ipc_uuid_unknown(key->device_uuid) &&
                      !memcmp(key->device_uuid, cache->device_uuid,
                              sizeof(cache->device_uuid));
+    m->peer_gpu    = !m->local_gpu && uct_cuda_ipc_peer_reachable(cache, key);
     m->refcount    = 2; /* the cache's and the caller's */
     m->cached      = 1;
     ucs_debug("cuda_ipc: mapped 0x%lx..+%lu of pid %u at 0x%llx (%s GPU)",
               (unsigned long)key->remote_base, (unsigned long)key->length, key->pid,
-              (unsigned long long)ptr, m->local_gpu ? "our" : "another or unknown");
+              (unsigned long long)ptr,
+              m->local_gpu ? "our" : m->peer_gpu ? "a peer-accessible" :
+                                                   "another or unknown");
 
     uct_cuda_ipc_cache_push_front(cache, m);
     ucs_hmap_insert(&cache->map, &m->hash_elem, hash);

@@ -741,11 +741,15 @@ struct dev_copy {
  * kernels carried @a copies of them.
  */
 void run_device_copies(const char *batch_max, const std::vector<dev_copy> &ops,
-                       uint64_t launches, uint64_t copies)
+                       uint64_t launches, uint64_t copies,
+                       const char *launch_fail = nullptr)
 {
     const size_t size = 8ul << 20;
 
     if (is_model()) {
+        if (launch_fail != nullptr) {
+            setenv("CUDASIM_LAUNCH_FAIL", launch_fail, 1);
+        }
         init_late_streams("2000"); /* copies finish late */
     } else {
         init_device();
@@ -797,8 +801,10 @@ const std::vector<dev_copy> k_copy_mix = {
     {(2ul << 20), (2ul << 20) + 16, 65536 + 5, false}, /* odd length: batched */
     {(3ul << 20), (3ul << 20) + 4096, 16, false},      /* one word: batched */
     {(1ul << 20), (5ul << 20) + 64, 1ul << 20, false}, /* at the limit: batched */
-    /* Issued at once, after launching the three that wait (stream order): */
-    {(3ul << 20) + 1, (3ul << 20) + 8193, 100, false}, /* unaligned */
+    /* Issued at once, after launching the three that wait (stream order):
+     * the unaligned copy overwrites part of the first one's destination,
+     * which shows the order (the model runs stream work late). */
+    {(3ul << 20) + 1, (2ul << 20) + 16 + 1001, 100, false}, /* unaligned */
     {0, (2ul << 20) + 131072, 4096, true},             /* host source */
 };
 
@@ -829,5 +835,20 @@ TEST_F(test_uct_cuda_copy, batch_copy_max_zero_issues_every_device_copy_at_once)
 {
     in_child([] {
         run_device_copies("0", k_copy_mix, 0, 0);
+    });
+}
+
+TEST_F(test_uct_cuda_copy, failed_launch_issues_the_device_copies_one_by_one)
+{
+    if (!is_model()) {
+        GTEST_SKIP() << "launch failures are injected on the model only";
+    }
+    if (!copy_kernel_built()) {
+        GTEST_SKIP() << "built without nvcc: no copy kernel";
+    }
+    /* The first launch fails: its three copies go out one by one, in
+     * order, and every later copy at once; no launch counted. */
+    in_child([] {
+        run_device_copies("1M", k_copy_mix, 0, 0, "1");
     });
 }

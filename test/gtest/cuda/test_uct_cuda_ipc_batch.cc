@@ -206,7 +206,8 @@ ucx_test::process_fn_t importer(int device, config_t config, std::vector<get_op>
 }
 
 /* Gets of every kind of case, with BATCH_COPY_MAX=512K (the first makes
- * the queue busy): */
+ * the queue busy). None reads what the put after them writes (PUT_AT..):
+ * copies of one launch run in no order (the model runs them backwards). */
 const std::vector<get_op> mixed_ops = {
     {0, 0, 1ul << 20, false},                         /* above the limit: direct */
     {2ul << 20, (2ul << 20) + 1, 100, false},         /* unaligned remote: direct */
@@ -214,7 +215,7 @@ const std::vector<get_op> mixed_ops = {
     {0, 100 * 1024, 4096, true},                      /* host memory: direct */
     {(3ul << 20) + 4096, 7, 1, false},                /* one byte, unaligned: direct */
     {(1ul << 20) + 16, 65536 + 32, 65536 + 5, false}, /* odd length: batched */
-    {(2ul << 20) + 8192, 3ul << 20, 16, false},       /* one word: batched */
+    {(2ul << 20) + 8192, 12288, 16, false},           /* one word: batched */
     {(2ul << 20) + 12288, 8192, 7, false},            /* 7 aligned bytes: batched */
     {(2ul << 20) + 65536, 512 * 1024, 512 * 1024, false}, /* at the limit: batched */
 };
@@ -413,6 +414,21 @@ TEST_F(test_uct_cuda_ipc_batch, pool_and_vmm_memory_of_another_gpu_are_batched)
         cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 1, 5),
                            exporter(1, true, kind));
     }
+}
+
+TEST_F(test_uct_cuda_ipc_batch, memory_of_a_gpu_without_peer_access_is_never_batched)
+{
+    if (!is_model()) {
+        GTEST_SKIP() << "GPUs without peer access exist here on the model only";
+    }
+    if (device_count() < 2) {
+        GTEST_SKIP() << "needs two GPUs";
+    }
+    /* cuDeviceCanAccessPeer says no (PCIe without peer-to-peer): a kernel
+     * of ours must not touch the other GPU's memory; copies go one by one. */
+    cuda_two_processes(importer(0, {{"BATCH_COPY_MAX", "512K"}}, mixed_ops, 0, 0,
+                                {{"CUDASIM_PEER", "0"}}),
+                       exporter(1, true));
 }
 
 TEST_F(test_uct_cuda_ipc_batch, memory_of_another_gpu_not_batched_when_peer_batching_is_off)
