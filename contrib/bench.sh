@@ -57,11 +57,13 @@ fi
 grep '^#   GPU' <<<"$gpus"
 
 # Sender,receiver kinds: the allocators people use, and the mixed pair that
-# forces staging on one side. 100 messages per size keep the whole matrix
-# well under two minutes.
+# forces staging on one side. 200 messages per size keep the whole matrix
+# well under two minutes; the 50 of warm-up let the staging pipeline grow
+# its fragment pool (16 fragments) and the peer import them before the
+# clock runs, as a long-running application's would have.
 pairs="cuda cuda-async cuda-pool cuda-pool-noipc cuda-vmm cuda-vmm-noipc cuda-vmm-chunked cuda-async,cuda"
 gpu_row() {
-    "$perf" -L $cpus -t tag_bw -m "$1" -a "$2" --sizes 8,64K,4M,64M -n 100 -w 10 -f \
+    "$perf" -L $cpus -t tag_bw -m "$1" -a "$2" --sizes 8,64K,4M,64M -n 200 -w 50 -f \
         2>"$dir/bench-gpu.err" || echo "| $1 (GPU $2): failed: $(tail -1 "$dir/bench-gpu.err")"
 }
 for devs in 0,0 $([ "$ngpu" -ge 2 ] && echo 0,1); do
