@@ -8,6 +8,10 @@
 #ifndef UCX_TEST_UCT_CUDA_H_
 #define UCX_TEST_UCT_CUDA_H_
 
+#ifdef HAVE_CONFIG_H
+#include "config.h" /* HAVE_CUDA_COPY_KERNEL, the same in every includer */
+#endif
+
 #include "cuda_test.h"
 #include "uct/uct_test.h"
 
@@ -135,6 +139,38 @@ inline ipc_cache_stats cache_stats(uct_iface_h iface)
     }
     fn(iface, &st.imports, &st.hits, &st.regions);
     return st;
+}
+
+/** Kernel launches of an iface's batched copies and the copies they carried
+ *  (from @a symbol: uct_cuda_ipc_iface_batch_stats or
+ *  uct_cuda_copy_iface_batch_stats). */
+struct batch_stats {
+    uint64_t launches = 0, copies = 0;
+};
+
+inline batch_stats iface_batch_stats(const char *symbol, uct_iface_h iface)
+{
+    typedef void (*fn_t)(uct_iface_h, uint64_t*, uint64_t*);
+    fn_t fn = (fn_t)module_symbol(symbol);
+    batch_stats st;
+
+    if (fn == NULL) {
+        ADD_FAILURE() << symbol << " not found";
+        return st;
+    }
+    fn(iface, &st.launches, &st.copies);
+    return st;
+}
+
+/** Whether this build has the copy kernel (configure found nvcc; the model
+ *  has no nvcc of its own, ucx_info -v says). */
+inline bool copy_kernel_built()
+{
+#ifdef HAVE_CUDA_COPY_KERNEL
+    return true;
+#else
+    return false;
+#endif
 }
 
 } // namespace uct_cuda_test

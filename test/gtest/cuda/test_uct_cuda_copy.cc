@@ -710,22 +710,9 @@ TEST_F(test_uct_cuda_copy, md_allocates_device_memory_on_the_gpu_named)
 
 namespace {
 
-struct copy_batch_stats {
-    uint64_t launches = 0, copies = 0;
-};
-
-copy_batch_stats copy_batch(uct_iface_h iface)
+batch_stats copy_batch(uct_iface_h iface)
 {
-    typedef void (*fn_t)(uct_iface_h, uint64_t *, uint64_t *);
-    fn_t fn = (fn_t)module_symbol("uct_cuda_copy_iface_batch_stats");
-    copy_batch_stats st;
-
-    if (fn == NULL) {
-        ADD_FAILURE() << "uct_cuda_copy_iface_batch_stats not found";
-        return st;
-    }
-    fn(iface, &st.launches, &st.copies);
-    return st;
+    return iface_batch_stats("uct_cuda_copy_iface_batch_stats", iface);
 }
 
 /* One put_zcopy from @a src_off of the device source, or of host memory. */
@@ -782,7 +769,7 @@ void run_device_copies(const char *batch_max, const std::vector<dev_copy> &ops,
         ASSERT_TRUE(wait_comp(c.e, comps[i])) << "copy " << i;
         EXPECT_UCS_OK(comps[i].comp.status) << "copy " << i;
     }
-    copy_batch_stats st = copy_batch(c.e.iface());
+    batch_stats st = copy_batch(c.e.iface());
     EXPECT_EQ(launches, st.launches);
     EXPECT_EQ(copies, st.copies);
 
@@ -807,15 +794,6 @@ const std::vector<dev_copy> k_copy_mix = {
     {(3ul << 20) + 1, (2ul << 20) + 16 + 1001, 100, false}, /* unaligned */
     {0, (2ul << 20) + 131072, 4096, true},             /* host source */
 };
-
-bool copy_kernel_built()
-{
-#ifdef HAVE_CUDA_COPY_KERNEL
-    return true;
-#else
-    return false;
-#endif
-}
 
 } // namespace
 

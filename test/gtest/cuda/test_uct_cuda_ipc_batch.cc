@@ -39,22 +39,9 @@ unsigned char remote_byte(size_t i)
     return (unsigned char)(i * 7 + (i >> 9) + 3);
 }
 
-struct batch_stats {
-    uint64_t launches = 0, copies = 0;
-};
-
 batch_stats get_batch_stats(uct_iface_h iface)
 {
-    typedef void (*fn_t)(uct_iface_h, uint64_t *, uint64_t *);
-    fn_t fn = (fn_t)module_symbol("uct_cuda_ipc_iface_batch_stats");
-    batch_stats st;
-
-    if (fn == NULL) {
-        ADD_FAILURE() << "uct_cuda_ipc_iface_batch_stats not found";
-        return st;
-    }
-    fn(iface, &st.launches, &st.copies);
-    return st;
+    return iface_batch_stats("uct_cuda_ipc_iface_batch_stats", iface);
 }
 
 /* On the model: cuLaunchKernel calls of this process, refused ones
@@ -65,17 +52,6 @@ long long model_launch_calls()
     fn_t fn = (fn_t)dlsym(RTLD_DEFAULT, "cudasim_kernel_launch_calls");
 
     return (fn == NULL) ? -1 : (long long)fn();
-}
-
-/* Whether this build has the kernel: the model has no nvcc of its own, the
- * library says so in its configure summary (ucx_info -v). */
-bool have_kernel()
-{
-#ifdef HAVE_CUDA_COPY_KERNEL
-    return true;
-#else
-    return false;
-#endif
 }
 
 /* Exporter on @a device: SIZE bytes of remote_byte(), offered; after the
@@ -228,7 +204,7 @@ class test_uct_cuda_ipc_batch : public ::testing::Test
 
 #define SKIP_WITHOUT_KERNEL()                                                            \
     do {                                                                                 \
-        if (!have_kernel()) {                                                            \
+        if (!copy_kernel_built()) {                                                      \
             GTEST_SKIP() << "built without nvcc: no copy kernel";                        \
         }                                                                                \
     } while (0)
