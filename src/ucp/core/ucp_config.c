@@ -39,7 +39,7 @@ static const ucs_config_field_t ucp_config_fields[] = {
     {"RNDV_THRESH", "auto",
      "Messages of this size and larger use the rendezvous protocol. 'auto'\n"
      "picks per buffer: device memory the peer can read through cuda_ipc at\n"
-     "any size, other device memory from 8K, host memory from 256K when the\n"
+     "any size, other device memory from 4K, host memory from 256K when the\n"
      "peer has a cuda_ipc lane (else host messages stay eager).",
      offsetof(ucp_config_t, rndv_thresh),
      UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_AUTO | UCS_CONFIG_PARSE_INF)},

@@ -355,9 +355,10 @@ TEST_F(test_ucp_cuda_rndv_misc, auto_threshold_reads_exportable_senders_at_any_s
 
 TEST_F(test_ucp_cuda_rndv_misc, auto_threshold_keeps_eager_for_other_device_senders)
 {
-    /* Only the 64 KiB message goes rendezvous (pipeline). */
+    /* Below 4 KiB eager; 4 KiB and 64 KiB go rendezvous (pipeline). */
     run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
-              {{"UCX_RNDV_THRESH", "auto"}}, {8, 1000, 8 * 1024 - 1, k_frag});
+              {{"UCX_RNDV_THRESH", "auto"}}, {8, 1000, 4 * 1024 - 1, 4 * 1024, k_frag},
+              1, 4 * 1024);
 }
 
 TEST_F(test_ucp_cuda_rndv_misc, pipeline_pieces_smaller_than_fragments)
