@@ -415,5 +415,7 @@ void sim_stream_wait_locked(CUstream stream);
 /** Wait for every stream of the process (lock held). */
 void sim_drain_all_locked(void);
 sim_op_t *sim_op_new(sim_op_type_t type);
+/** Free an operation that was never submitted (or has finished). */
+void sim_op_free(sim_op_t *op);
 
 #endif

@@ -185,9 +185,7 @@ static CUresult sim_copy(CUdeviceptr dst, CUdeviceptr src, size_t len,
     }
     status = sim_copy_build(dst, src, len, stream, op, &wait);
     if (status != CUDA_SUCCESS) {
-        free(op->segs);
-        free(op->staging);
-        free(op);
+        sim_op_free(op);
         goto out;
     }
     sim_stream_submit_locked(stream, op);
@@ -257,8 +255,7 @@ static CUresult sim_memset(CUdeviceptr dst, unsigned value, unsigned elem_size,
     goto out;
 
 err:
-    free(op->segs);
-    free(op);
+    sim_op_free(op);
 out:
     sim_leave();
     return status;

@@ -235,9 +235,7 @@ static CUresult sim_copy_batch_launch(CUstream stream, unsigned copies,
         status =
             sim_copy_op_add_locked(op, args->dst[i], args->src[i], args->len[i], stream);
         if (status != CUDA_SUCCESS) {
-            free(op->segs);
-            free(op->staging);
-            free(op);
+            sim_op_free(op);
             return status;
         }
     }

@@ -42,7 +42,7 @@ sim_op_t *sim_op_new(sim_op_type_t type)
     return op;
 }
 
-static void sim_op_free(sim_op_t *op)
+void sim_op_free(sim_op_t *op)
 {
     free(op->segs);
     free(op->staging);

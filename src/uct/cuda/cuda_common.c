@@ -316,9 +316,8 @@ static void uct_cuda_queue_record(uct_cuda_queue_t *q)
     CUresult res;
 
     if (q->batched != 0) {
-        uct_cuda_queue_launch(q);
         /* From progress every deferred copy's op is pushed already. */
-        q->issue_error = CUDA_SUCCESS;
+        uct_cuda_queue_launch_pushed(q);
     }
     res = cuEventRecord(q->tail->event, q->stream);
     if (res != CUDA_SUCCESS) {
