@@ -50,8 +50,9 @@ ucs_status_t uct_base_iface_init(uct_base_iface_t *iface, const uct_iface_ops_t 
     iface->super.ops = *ops;
     uct_iface_ops_fill_stubs(&iface->super.ops);
 
-    iface->md     = md;
-    iface->worker = worker;
+    iface->md            = md;
+    iface->worker        = worker;
+    iface->estimate_perf = NULL;
     for (id = 0; id < UCT_AM_ID_MAX; ++id) {
         uct_iface_set_stub_am_handler(iface, id);
     }
@@ -83,6 +84,68 @@ void uct_base_iface_query(uct_base_iface_t *iface, uct_iface_attr_t *attr)
     memset(attr, 0, sizeof(*attr));
     attr->max_num_eps = SIZE_MAX;
     attr->priority    = 0;
+}
+
+/* The capability an operation needs; 0 for the tag-offload operations,
+ * which no transport here offers. */
+static uint64_t uct_iface_op_cap_flag(uct_ep_operation_t op)
+{
+    static const uint64_t flags[UCT_EP_OP_LAST] = {
+        [UCT_EP_OP_AM_SHORT]     = UCT_IFACE_FLAG_AM_SHORT,
+        [UCT_EP_OP_AM_BCOPY]     = UCT_IFACE_FLAG_AM_BCOPY,
+        [UCT_EP_OP_AM_ZCOPY]     = UCT_IFACE_FLAG_AM_ZCOPY,
+        [UCT_EP_OP_PUT_SHORT]    = UCT_IFACE_FLAG_PUT_SHORT,
+        [UCT_EP_OP_PUT_BCOPY]    = UCT_IFACE_FLAG_PUT_BCOPY,
+        [UCT_EP_OP_PUT_ZCOPY]    = UCT_IFACE_FLAG_PUT_ZCOPY,
+        [UCT_EP_OP_GET_SHORT]    = UCT_IFACE_FLAG_GET_SHORT,
+        [UCT_EP_OP_GET_BCOPY]    = UCT_IFACE_FLAG_GET_BCOPY,
+        [UCT_EP_OP_GET_ZCOPY]    = UCT_IFACE_FLAG_GET_ZCOPY,
+        [UCT_EP_OP_ATOMIC_POST]  = UCT_IFACE_FLAG_ATOMIC_CPU | UCT_IFACE_FLAG_ATOMIC_DEVICE,
+        [UCT_EP_OP_ATOMIC_FETCH] = UCT_IFACE_FLAG_ATOMIC_CPU | UCT_IFACE_FLAG_ATOMIC_DEVICE
+    };
+
+    return flags[op];
+}
+
+ucs_status_t uct_iface_estimate_perf(uct_iface_h tl_iface, uct_perf_attr_t *perf_attr)
+{
+    uct_base_iface_t *iface = ucs_container_of(tl_iface, uct_base_iface_t, super);
+    uint64_t mask           = perf_attr->field_mask;
+    uct_iface_attr_t attr;
+    ucs_status_t status;
+
+    if (((mask & UCT_PERF_ATTR_FIELD_OPERATION) &&
+         ((unsigned)perf_attr->operation >= UCT_EP_OP_LAST)) ||
+        ((mask & UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE) &&
+         ((unsigned)perf_attr->local_memory_type >= UCS_MEMORY_TYPE_LAST)) ||
+        ((mask & UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE) &&
+         ((unsigned)perf_attr->remote_memory_type >= UCS_MEMORY_TYPE_LAST))) {
+        ucs_error("uct_iface_estimate_perf(%s): operation %d or memory type "
+                  "(local %d, remote %d) out of range", iface->tl_name,
+                  (int)perf_attr->operation, (int)perf_attr->local_memory_type,
+                  (int)perf_attr->remote_memory_type);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    status = uct_iface_query(tl_iface, &attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if ((mask & UCT_PERF_ATTR_FIELD_OPERATION) &&
+        !(attr.cap.flags & uct_iface_op_cap_flag(perf_attr->operation))) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    /* The query's single figures stand for every operation; a transport's
+     * own model then refines what it knows per operation and memory type. */
+    perf_attr->send_pre_overhead  = attr.overhead;
+    perf_attr->send_post_overhead = 0;
+    perf_attr->recv_overhead      = attr.overhead;
+    perf_attr->bandwidth          = attr.bandwidth;
+    perf_attr->latency            = attr.latency;
+    perf_attr->max_inflight_eps   = attr.max_num_eps;
+    perf_attr->flags              = 0;
+    return (iface->estimate_perf != NULL) ? iface->estimate_perf(tl_iface, perf_attr) :
+                                            UCS_OK;
 }
 
 ucs_status_t uct_iface_handle_ep_err(uct_iface_h tl_iface, uct_ep_h ep,

@@ -8,6 +8,7 @@
 #define UCT_IFACE_H_
 
 #include <uct/base/uct_md.h>
+#include <uct/api/v2/uct_v2.h>
 #include <ucs/datastruct/queue.h>
 #include <ucs/debug/log.h>
 
@@ -21,6 +22,14 @@ typedef struct uct_am_handler {
     uint32_t          flags;
 } uct_am_handler_t;
 
+/**
+ * A transport's cost model (see uct_iface_estimate_perf()). Called with the
+ * operation and memory types checked and every output field already filled
+ * from uct_iface_query(), so it overrides only what it models better.
+ */
+typedef ucs_status_t (*uct_iface_estimate_perf_func_t)(uct_iface_h iface,
+                                                       uct_perf_attr_t *perf_attr);
+
 /** Transports embed this as the first member of their iface. */
 typedef struct uct_base_iface {
     uct_iface_t         super;
@@ -32,6 +41,9 @@ typedef struct uct_base_iface {
     ucs_list_link_t     worker_link; /**< in the worker's iface list (progress) */
     char                tl_name[UCT_TL_NAME_MAX]; /**< from params, for messages */
     size_t              rx_headroom; /**< params->rx_headroom, or 0 */
+    /** Set after uct_base_iface_init() by a transport with its own model;
+     *  NULL: estimates come from uct_iface_query() alone. */
+    uct_iface_estimate_perf_func_t estimate_perf;
 } uct_base_iface_t;
 
 /** Transports embed this as the first member of their ep. */

@@ -15,6 +15,7 @@
 #define UCT_CUDA_COPY_H_
 
 #include "cuda_common.h"
+#include "cuda_perf.h"
 
 BEGIN_C_DECLS
 
@@ -38,6 +39,8 @@ typedef struct uct_cuda_copy_iface_config {
     size_t             max_short;
     size_t             htod_memop_max;
     size_t             batch_copy_max;
+    double             perf_lat;   /**< UCX_CUDA_COPY_LAT, or UCS_CONFIG_TIME_AUTO */
+    size_t             perf_bw;    /**< UCX_CUDA_COPY_BW, or UCS_MEMUNITS_AUTO */
 } uct_cuda_copy_iface_config_t;
 
 /** Upper bound of UCX_CUDA_COPY_HTOD_MEMOP_MAX: one write per 4 bytes. */
@@ -70,6 +73,7 @@ typedef struct uct_cuda_copy_iface {
     void             *bounce;   /**< max_bcopy bytes, pinned when possible */
     int              bounce_pinned;
     uint64_t         id;        /**< unique in the process (addresses) */
+    uct_cuda_perf_t  perf;      /**< cost model (uct_iface_estimate_perf) */
 } uct_cuda_copy_iface_t;
 
 typedef struct uct_cuda_copy_ep {

@@ -19,6 +19,7 @@
 #define UCT_CUDA_IPC_H_
 
 #include "cuda_common.h"
+#include "cuda_perf.h"
 #include "cuda_ipc_rkey.h"
 
 #include <ucs/datastruct/hmap.h>
@@ -233,6 +234,8 @@ typedef struct uct_cuda_ipc_iface_config {
     int                fd_transfer;
     size_t             batch_copy_max;
     int                batch_peer;
+    double             perf_lat;   /**< UCX_CUDA_IPC_LAT, or UCS_CONFIG_TIME_AUTO */
+    size_t             perf_bw;    /**< UCX_CUDA_IPC_BW, or UCS_MEMUNITS_AUTO */
 } uct_cuda_ipc_iface_config_t;
 
 /** Streams of an iface: one per device the peer memory lives on. */
@@ -248,6 +251,7 @@ typedef struct uct_cuda_ipc_iface {
     uct_cuda_kernel_t    kernel;         /**< batched copies on ctx's GPU */
     size_t               batch_copy_max; /**< UCX_CUDA_IPC_BATCH_COPY_MAX */
     int                  batch_peer;     /**< UCX_CUDA_IPC_BATCH_PEER */
+    uct_cuda_perf_t      perf;           /**< cost model (uct_iface_estimate_perf) */
 } uct_cuda_ipc_iface_t;
 
 /**

@@ -15,6 +15,8 @@
 #include "cuda_test.h"
 #include "uct/uct_test.h"
 
+#include <uct/api/v2/uct_v2.h>
+
 #include <dlfcn.h>
 #include <link.h>
 #include <string.h>
@@ -23,6 +25,33 @@
 #include <string>
 
 namespace uct_cuda_test {
+
+/* uct_iface_estimate_perf() of every output for @a op between the memory
+ * types and devices given; expects UCS_OK. */
+inline uct_perf_attr_t
+estimate_perf(uct_iface_h iface, uct_ep_operation_t op, ucs_memory_type_t local,
+              ucs_memory_type_t remote, ucs_sys_device_t local_dev = UCS_SYS_DEVICE_ID_UNKNOWN,
+              ucs_sys_device_t remote_dev = UCS_SYS_DEVICE_ID_UNKNOWN)
+{
+    uct_perf_attr_t a;
+
+    memset(&a, 0, sizeof(a));
+    a.field_mask = UCT_PERF_ATTR_FIELD_OPERATION | UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE |
+                   UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE |
+                   UCT_PERF_ATTR_FIELD_LOCAL_SYS_DEVICE |
+                   UCT_PERF_ATTR_FIELD_REMOTE_SYS_DEVICE |
+                   UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD |
+                   UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD |
+                   UCT_PERF_ATTR_FIELD_RECV_OVERHEAD | UCT_PERF_ATTR_FIELD_BANDWIDTH |
+                   UCT_PERF_ATTR_FIELD_LATENCY;
+    a.operation          = op;
+    a.local_memory_type  = local;
+    a.remote_memory_type = remote;
+    a.local_sys_device   = local_dev;
+    a.remote_sys_device  = remote_dev;
+    EXPECT_EQ(UCS_OK, uct_iface_estimate_perf(iface, &a));
+    return a;
+}
 
 /** The resource of transport @a tl ("cuda_copy", "cuda_ipc"), or a failure. */
 inline ucx_test::uct_resource find_resource(const std::string &tl)

@@ -830,3 +830,68 @@ TEST_F(test_uct_cuda_copy, failed_launch_issues_the_device_copies_one_by_one)
         run_device_copies("1M", k_copy_mix, 0, 0, "1");
     });
 }
+
+/* The cost model UCP's thresholds come from: one figure per copy
+ * direction, put and get mirror each other, and UCX_CUDA_COPY_LAT/_BW
+ * replace the defaults. */
+TEST_F(test_uct_cuda_copy, estimate_perf_by_direction_and_configuration)
+{
+    const ucs_memory_type_t H = UCS_MEMORY_TYPE_HOST, D = UCS_MEMORY_TYPE_CUDA;
+
+    in_child([&] {
+        init_device();
+        {
+            copy_ctx c;
+            uct_iface_h iface = c.e.iface();
+            uct_perf_attr_t d2h = estimate_perf(iface, UCT_EP_OP_PUT_ZCOPY, D, H);
+            uct_perf_attr_t h2d = estimate_perf(iface, UCT_EP_OP_PUT_ZCOPY, H, D);
+            uct_perf_attr_t d2d = estimate_perf(iface, UCT_EP_OP_PUT_ZCOPY, D, D, 0, 0);
+            uct_perf_attr_t peer = estimate_perf(iface, UCT_EP_OP_PUT_ZCOPY, D, D, 0, 1);
+
+            /* GPU-FACTS.md: a small synchronous copy out of a GPU costs
+             * more than one into it, device to device most. */
+            EXPECT_GT(d2h.latency.c, h2d.latency.c);
+            EXPECT_GT(d2d.latency.c, d2h.latency.c);
+            /* cuda_copy_model_probe: 8.85 us to copy 8 bytes out of an
+             * H200 into pageable memory and see it done */
+            EXPECT_NEAR(8.85e-6, d2h.send_pre_overhead + d2h.latency.c +
+                                 d2h.send_post_overhead, 1e-9);
+            EXPECT_GT(d2h.send_post_overhead, 0.0);
+            EXPECT_GT(d2d.bandwidth.dedicated, peer.bandwidth.dedicated);
+            EXPECT_GT(peer.bandwidth.dedicated, d2h.bandwidth.dedicated);
+            /* a get from device memory into host memory is a d2h copy */
+            uct_perf_attr_t get = estimate_perf(iface, UCT_EP_OP_GET_ZCOPY, H, D);
+            EXPECT_EQ(d2h.latency.c, get.latency.c);
+            EXPECT_EQ(d2h.bandwidth.dedicated, get.bandwidth.dedicated);
+            /* one-sided: the other side's CPU does nothing */
+            EXPECT_EQ(0.0, d2h.recv_overhead);
+
+            /* out of range, and an operation cuda_copy does not offer */
+            uct_perf_attr_t bad;
+            memset(&bad, 0, sizeof(bad));
+            bad.field_mask        = UCT_PERF_ATTR_FIELD_OPERATION |
+                                    UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE;
+            bad.operation         = UCT_EP_OP_PUT_ZCOPY;
+            bad.local_memory_type = UCS_MEMORY_TYPE_LAST;
+            EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_iface_estimate_perf(iface, &bad));
+            bad.local_memory_type = UCS_MEMORY_TYPE_HOST;
+            bad.operation         = UCT_EP_OP_LAST;
+            EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_iface_estimate_perf(iface, &bad));
+            bad.operation = UCT_EP_OP_AM_SHORT;
+            EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_iface_estimate_perf(iface, &bad));
+        }
+
+        setenv("UCX_CUDA_COPY_LAT", "25us", 1);
+        setenv("UCX_CUDA_COPY_BW", "1G", 1);
+        {
+            copy_ctx c;
+            for (auto dir : {std::make_pair(D, H), std::make_pair(H, D),
+                             std::make_pair(D, D)}) {
+                uct_perf_attr_t a = estimate_perf(c.e.iface(), UCT_EP_OP_PUT_ZCOPY, dir.first,
+                                             dir.second);
+                EXPECT_NEAR(25e-6, a.latency.c, 1e-12);
+                EXPECT_EQ(1024.0 * 1024 * 1024, a.bandwidth.dedicated);
+            }
+        }
+    });
+}

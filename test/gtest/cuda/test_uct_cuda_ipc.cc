@@ -1130,3 +1130,38 @@ TEST_F(test_uct_cuda_ipc, pool_free_async_or_destroy_under_cached_mapping_sees_n
             }));
     }
 }
+
+/* cuda_ipc's cost model: one GPU's own bandwidth when both buffers are on
+ * the same device, the link's otherwise; UCX_CUDA_IPC_LAT/_BW replace the
+ * defaults. */
+TEST_F(test_uct_cuda_ipc, estimate_perf_same_gpu_peer_gpu_and_configuration)
+{
+    const ucs_memory_type_t H = UCS_MEMORY_TYPE_HOST, D = UCS_MEMORY_TYPE_CUDA;
+
+    in_child([&] {
+        init_device();
+        {
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+            uct_perf_attr_t same = estimate_perf(e->iface(), UCT_EP_OP_GET_ZCOPY, D, D, 3, 3);
+            uct_perf_attr_t peer = estimate_perf(e->iface(), UCT_EP_OP_GET_ZCOPY, D, D, 3, 4);
+            uct_perf_attr_t unknown = estimate_perf(e->iface(), UCT_EP_OP_PUT_ZCOPY, D, D);
+            uct_perf_attr_t host = estimate_perf(e->iface(), UCT_EP_OP_GET_ZCOPY, H, D);
+
+            EXPECT_GT(same.bandwidth.dedicated, peer.bandwidth.dedicated);
+            EXPECT_EQ(peer.bandwidth.dedicated, unknown.bandwidth.dedicated);
+            EXPECT_GT(peer.bandwidth.dedicated, host.bandwidth.dedicated);
+            EXPECT_GT(same.send_pre_overhead, 0.0);
+            EXPECT_GT(same.latency.c, 0.0);
+            EXPECT_EQ(0.0, same.recv_overhead);
+        }
+        setenv("UCX_CUDA_IPC_LAT", "3us", 1);
+        setenv("UCX_CUDA_IPC_BW", "2G", 1);
+        {
+            std::unique_ptr<uct_test_entity> e(new_ipc_entity());
+            uct_perf_attr_t a = estimate_perf(e->iface(), UCT_EP_OP_GET_ZCOPY, D, D, 3, 3);
+
+            EXPECT_NEAR(3e-6, a.latency.c, 1e-12);
+            EXPECT_EQ(2.0 * 1024 * 1024 * 1024, a.bandwidth.dedicated);
+        }
+    });
+}

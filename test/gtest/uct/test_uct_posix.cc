@@ -6,6 +6,8 @@
  */
 #include "uct_test.h"
 
+#include <uct/api/v2/uct_v2.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -359,6 +361,42 @@ TEST_P(test_uct_posix, query_reports_limits_and_performance_model)
     EXPECT_GT(attr.bandwidth.dedicated, 1e8);
     EXPECT_GT(attr.overhead, 0.0);
     EXPECT_EQ(0u, attr.ep_addr_len);
+}
+
+/* The estimates UCP's rendezvous model builds on: a stream of bcopy
+ * segments moves at the configured memcpy rate, and a bcopy costs its
+ * sender more than a short message; operations without a model of their
+ * own answer from the query. */
+TEST_P(test_uct_posix, estimate_perf_per_operation)
+{
+    uct_entity_params params;
+    params.iface_config["BW"] = "1G";
+    uct_test_entity &e = *create_entity(params);
+    uct_perf_attr_t a;
+
+    memset(&a, 0, sizeof(a));
+    a.field_mask = UCT_PERF_ATTR_FIELD_OPERATION | UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD |
+                   UCT_PERF_ATTR_FIELD_RECV_OVERHEAD | UCT_PERF_ATTR_FIELD_BANDWIDTH |
+                   UCT_PERF_ATTR_FIELD_LATENCY;
+    a.operation  = UCT_EP_OP_AM_BCOPY;
+    ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(e.iface(), &a));
+    EXPECT_EQ(1024.0 * 1024 * 1024, a.bandwidth.dedicated);
+    EXPECT_NEAR(80e-9, a.latency.c, 1e-12);
+    double bcopy_pre = a.send_pre_overhead;
+    EXPECT_NE(e.iface_attr().overhead, bcopy_pre);
+    EXPECT_GT(a.recv_overhead, 0.0);
+
+    a.operation = UCT_EP_OP_AM_SHORT;
+    ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(e.iface(), &a));
+    EXPECT_LT(a.send_pre_overhead, bcopy_pre);
+
+    a.operation = UCT_EP_OP_GET_BCOPY;
+    ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(e.iface(), &a));
+    EXPECT_EQ(e.iface_attr().overhead, a.send_pre_overhead);
+    EXPECT_EQ(1024.0 * 1024 * 1024, a.bandwidth.dedicated);
+
+    a.operation = UCT_EP_OP_ATOMIC_FETCH;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_iface_estimate_perf(e.iface(), &a));
 }
 
 TEST_P(test_uct_posix, am_short_bcopy_zcopy_of_every_size_arrive_intact)
