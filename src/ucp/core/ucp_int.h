@@ -16,6 +16,7 @@
 #include <ucp/core/ucp_config.h>
 #include <ucp/core/ucp_proto_query.h> /* ucp_proto_info_print */
 #include <ucp/core/ucp_proto_stats.h>
+#include <ucp/rndv/ucp_rndv_model.h> /* ucp_rndv_kind_t */
 #include <uct/api/uct.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/datastruct/queue.h>
@@ -216,6 +217,8 @@ struct ucp_ep {
     uint64_t                remote_uuid;
     size_t                  max_short;    /* eager payload via am_short */
     size_t                  max_bcopy;    /* am_bcopy segment */
+    size_t                  rndv_thresh[UCP_RNDV_KIND_LAST]; /* by sender kind:
+                                             ucp_rndv_thresh() */
     ucp_err_handling_mode_t err_mode;
     ucp_err_handler_cb_t    err_cb;
     void                    *err_arg;

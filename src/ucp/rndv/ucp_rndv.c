@@ -176,8 +176,9 @@ void ucp_rndv_worker_close_iface(ucp_worker_h worker)
     }
 }
 
-void ucp_rndv_ep_init(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
-                      int same_host)
+/* The cuda_ipc lane to a peer on this host that offers one. */
+static void ucp_rndv_ep_connect_rma(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
+                                    int same_host)
 {
     ucp_worker_iface_t *wiface = &ep->worker->rma_iface;
     const ucp_address_entry_t *e;
@@ -210,6 +211,13 @@ void ucp_rndv_ep_init(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
     }
 }
 
+void ucp_rndv_ep_init(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
+                      int same_host)
+{
+    ucp_rndv_ep_connect_rma(ep, addr, same_host);
+    ucp_rndv_ep_set_thresh(ep);
+}
+
 void ucp_rndv_ep_cleanup(ucp_ep_h ep)
 {
     ucp_rndv_key_cache_destroy(ep->rndv_keys);
@@ -220,31 +228,61 @@ void ucp_rndv_ep_cleanup(ucp_ep_h ep)
     }
 }
 
-static size_t ucp_rndv_thresh_config(ucp_ep_h ep, ucs_memory_type_t mem_type)
+/* The model's thresholds for @a ep (UCX_RNDV_THRESH=auto). */
+static void ucp_rndv_ep_model_thresh(ucp_ep_h ep, size_t *thresh)
 {
-    size_t thresh = ep->worker->context->rndv.thresh;
+    ucp_rndv_model_t model;
+    unsigned k;
 
-    if (thresh != UCS_MEMUNITS_AUTO) {
-        return thresh;
+    if (ucp_rndv_ep_model(ep, &model) != UCS_OK) {
+        /* Keeps the protocols working: eager, then rendezvous from the
+         * eager limit (set by the caller). */
+        for (k = 0; k < UCP_RNDV_KIND_LAST; ++k) {
+            thresh[k] = SIZE_MAX;
+        }
+        return;
     }
-    if (mem_type != UCS_MEMORY_TYPE_HOST) {
-        return UCP_RNDV_THRESH_AUTO_DEVICE;
+    for (k = 0; k < UCP_RNDV_KIND_LAST; ++k) {
+        thresh[k] = ucp_rndv_model_thresh(&model, (ucp_rndv_kind_t)k);
     }
-    return (ep->rma_ep != NULL) ? UCP_RNDV_THRESH_AUTO_HOST : SIZE_MAX;
+    ucs_debug("ucp: ep %p: rendezvous from %zu B (host), %zu B (exportable "
+              "device), %zu B (other device) by the model", (void*)ep,
+              thresh[UCP_RNDV_KIND_HOST], thresh[UCP_RNDV_KIND_DEVICE_EXPORT],
+              thresh[UCP_RNDV_KIND_DEVICE]);
 }
 
-size_t ucp_rndv_thresh(ucp_ep_h ep, ucs_memory_type_t mem_type)
+ucs_status_t ucp_rndv_ep_model(ucp_ep_h ep, ucp_rndv_model_t *model)
 {
-    size_t eager_max = ep->worker->context->rndv.eager_max;
-    size_t thresh    = ucp_rndv_thresh_config(ep, mem_type);
+    ucp_worker_h worker          = ep->worker;
+    const ucp_rndv_config_t *cfg = &worker->context->rndv;
 
-    /* Above UCX_TAG_EAGER_MAX_SIZE a receiver drops eager messages, so they
-     * take rendezvous even where the threshold says eager (auto, towards a
-     * peer without a cuda_ipc lane: every size). */
-    if ((eager_max < SIZE_MAX) && (thresh > eager_max + 1)) {
-        return eager_max + 1;
+    return ucp_rndv_model_build(model, ep->wiface->iface, ep->max_bcopy,
+                                (worker->mt_ep != NULL) ? worker->mt_iface : NULL,
+                                (ep->rma_ep != NULL) ? worker->rma_iface.iface : NULL,
+                                cfg->frag_size[UCS_MEMORY_TYPE_HOST],
+                                cfg->frag_size[UCS_MEMORY_TYPE_CUDA],
+                                cfg->frag_type == UCP_RNDV_FRAG_TYPE_CUDA);
+}
+
+void ucp_rndv_ep_set_thresh(ucp_ep_h ep)
+{
+    const ucp_rndv_config_t *cfg = &ep->worker->context->rndv;
+    unsigned k;
+
+    if (cfg->thresh == UCS_MEMUNITS_AUTO) {
+        ucp_rndv_ep_model_thresh(ep, ep->rndv_thresh);
+    } else {
+        for (k = 0; k < UCP_RNDV_KIND_LAST; ++k) {
+            ep->rndv_thresh[k] = cfg->thresh;
+        }
     }
-    return thresh;
+    /* Above UCX_TAG_EAGER_MAX_SIZE a receiver drops eager messages, so they
+     * take rendezvous even where the threshold says eager. */
+    for (k = 0; k < UCP_RNDV_KIND_LAST; ++k) {
+        if ((cfg->eager_max < SIZE_MAX) && (ep->rndv_thresh[k] > cfg->eager_max + 1)) {
+            ep->rndv_thresh[k] = cfg->eager_max + 1;
+        }
+    }
 }
 
 /* ---- request ids ---------------------------------------------------------- */

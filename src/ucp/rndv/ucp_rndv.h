@@ -21,16 +21,6 @@
 
 BEGIN_C_DECLS
 
-/* Defaults of UCX_RNDV_THRESH=auto, in one place so that measurements can
- * tune them: device buffers switch early (the staged eager copy is
- * synchronous: across two H200s it costs 18.7 us at 1 KiB, 21.6 at 4 KiB and
- * 23.0 at 8 KiB against the pipeline's 20.1 / 20.6 / 20.9, and it moves 4 KiB
- * messages at a third of the pipeline's rate), host buffers only towards a
- * peer with a cuda_ipc lane (its buffer may be device memory) and only when
- * large, so that host<->host traffic keeps the eager protocols it had. */
-#define UCP_RNDV_THRESH_AUTO_DEVICE (4ul * 1024)
-#define UCP_RNDV_THRESH_AUTO_HOST   (256ul * 1024)
-
 /* Smallest message a receiver on the sender's GPU stages through host memory
  * (UCX_RNDV_SAME_GPU_HOST_MAX): below it the copy to the device is one the
  * driver runs on the compute engine anyway. */
@@ -173,10 +163,19 @@ unsigned ucp_rndv_progress(ucp_worker_h worker);
 void ucp_rndv_peer_failed(ucp_worker_h worker, uint64_t uuid,
                           ucs_status_t status);
 
-/** Size from which a message of @a mem_type on @a ep takes rendezvous:
- *  UCX_RNDV_THRESH (auto: per memory type and lane), at most
- *  UCX_TAG_EAGER_MAX_SIZE + 1. */
-size_t ucp_rndv_thresh(ucp_ep_h ep, ucs_memory_type_t mem_type);
+/** Size from which a message from a buffer of @a kind takes rendezvous on
+ *  @a ep: UCX_RNDV_THRESH (auto: the performance model's answer for the
+ *  ep's transports, ucp_rndv_model.h), at most UCX_TAG_EAGER_MAX_SIZE + 1. */
+static inline size_t ucp_rndv_thresh(ucp_ep_h ep, ucp_rndv_kind_t kind)
+{
+    return ep->rndv_thresh[kind];
+}
+
+/** Set @a ep's thresholds (ucp_rndv_thresh()); at connection. */
+void ucp_rndv_ep_set_thresh(ucp_ep_h ep);
+
+/** The performance model of @a ep's transports (UCX_PROTO_INFO shows it). */
+ucs_status_t ucp_rndv_ep_model(ucp_ep_h ep, ucp_rndv_model_t *model);
 
 ucp_rndv_req_t *ucp_rndv_req_new(ucp_request_t *req, int is_send,
                                  uint64_t peer_uuid);
@@ -290,9 +289,10 @@ void ucp_rndv_warn_import_failed(ucs_status_t status);
 /* ---- ucp_rndv_send.c ---------------------------------------------------- */
 
 /** Whether send request @a req (datatype initialised) of @a mem_type takes
- *  rendezvous on @a ep: at the threshold, or with UCX_RNDV_THRESH=auto for
- *  a contiguous device buffer of any size that the peer can read (the
- *  packed key is kept for ucp_rndv_send_start of the same request). */
+ *  rendezvous on @a ep: from the threshold of its kind (ucp_rndv_thresh());
+ *  for device memory whether the buffer exports decides between two, and
+ *  the key packed to find out is kept for ucp_rndv_send_start of the same
+ *  request. */
 int ucp_rndv_send_wanted(ucp_ep_h ep, const ucp_request_t *req,
                          ucs_memory_type_t mem_type);
 /** Release a key ucp_rndv_send_wanted() kept and nobody took. */

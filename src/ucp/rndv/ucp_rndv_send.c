@@ -70,25 +70,30 @@ void ucp_rndv_send_key_drop(ucp_worker_h worker)
 int ucp_rndv_send_wanted(ucp_ep_h ep, const ucp_request_t *req,
                          ucs_memory_type_t mem_type)
 {
-    ucp_worker_h worker = ep->worker;
+    size_t length = req->dt.length;
+    size_t t_export, t_other;
     ucp_rndv_tx_key_t *tx;
 
-    if (req->dt.length >= ucp_rndv_thresh(ep, mem_type)) {
-        return 1;
+    if (mem_type == UCS_MEMORY_TYPE_HOST) {
+        return length >= ucp_rndv_thresh(ep, UCP_RNDV_KIND_HOST);
     }
-    /* Auto: device memory the peer can read in place beats the staged
-     * eager copy at every size (get ~12-15 us, bounce ~19 us across GPUs). */
-    if ((worker->context->rndv.thresh != UCS_MEMUNITS_AUTO) ||
-        (mem_type != UCS_MEMORY_TYPE_CUDA) || (req->dt.length == 0) ||
-        (ep->rma_ep == NULL) || !ucp_rndv_send_is_contig(req)) {
-        return 0;
+    t_export = ucp_rndv_thresh(ep, UCP_RNDV_KIND_DEVICE_EXPORT);
+    t_other  = ucp_rndv_thresh(ep, UCP_RNDV_KIND_DEVICE);
+    if ((length >= t_export) == (length >= t_other)) {
+        return length >= t_other;
     }
-    tx = ucp_rndv_send_key(worker, req->dt.buffer, req->dt.length);
+    /* Between the two thresholds the answer depends on whether the buffer
+     * exports; only a contiguous one towards a cuda_ipc lane can. The key
+     * stays in the worker's scratch for ucp_rndv_send_start(). */
+    if ((length == 0) || (ep->rma_ep == NULL) || !ucp_rndv_send_is_contig(req)) {
+        return length >= t_other;
+    }
+    tx = ucp_rndv_send_key(ep->worker, req->dt.buffer, length);
     if ((tx != NULL) && tx->exportable) {
-        return 1;
+        return length >= t_export;
     }
-    ucp_rndv_send_key_drop(worker);
-    return 0;
+    ucp_rndv_send_key_drop(ep->worker);
+    return length >= t_other;
 }
 
 ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,

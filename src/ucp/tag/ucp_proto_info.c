@@ -16,53 +16,77 @@ static void ucp_proto_info_size(char *buf, size_t max, size_t size)
     }
 }
 
-/* Which protocol each sender -> receiver memory-type pair takes from the
- * rendezvous threshold on. Exportability is known only per buffer, so the
- * receiver's choice is printed as its rule. */
+/* The model's times at a few sizes for each sender -> receiver pair, so
+ * that a user sees why the threshold is where it is. */
+static void ucp_proto_info_print_model(ucp_ep_h ep)
+{
+    static const size_t sizes[] = {8, 1024, 4096, 16384, 65536, 262144, 1048576};
+    ucp_rndv_model_proto_t proto;
+    ucp_rndv_model_t model;
+    char thresh[32];
+    unsigned s, r, i;
+    double te, tr;
+
+    if (ucp_rndv_ep_model(ep, &model) != UCS_OK) {
+        printf("| model         | unavailable (a transport gave no estimate)\n");
+        return;
+    }
+    printf("| model         | time to the receiver's buffer, us: eager / rendezvous "
+           "(UCX_RNDV_THRESH=auto; docs/rendezvous.md)\n");
+    printf("| %-33s | %-27s |", "sender -> receiver", "rendezvous protocol");
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        ucp_proto_info_size(thresh, sizeof(thresh), sizes[i]);
+        printf(" %13s", thresh);
+    }
+    printf("\n");
+    for (s = 0; s < UCP_RNDV_KIND_LAST; ++s) {
+        for (r = 0; r < UCP_RNDV_KIND_LAST; ++r) {
+            (void)ucp_rndv_model_rndv_time(&model, s, r, 1, &proto);
+            printf("| %15s -> %-15s | %-27s |", ucp_rndv_model_kind_name(s),
+                   ucp_rndv_model_kind_name(r), ucp_rndv_model_proto_name(proto));
+            for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+                te = ucp_rndv_model_time(&model, UCP_RNDV_MODEL_EAGER, s, r, sizes[i]);
+                tr = ucp_rndv_model_rndv_time(&model, s, r, sizes[i], NULL);
+                printf(" %6.1f/%-6.1f", te * 1e6, tr * 1e6);
+            }
+            printf("\n");
+        }
+    }
+}
+
+/* The rendezvous threshold of each sender kind and what the receiver then
+ * chooses. */
 static void ucp_proto_info_print_rndv(ucp_ep_h ep)
 {
-    static const ucs_memory_type_t types[] = {UCS_MEMORY_TYPE_HOST,
-                                              UCS_MEMORY_TYPE_CUDA};
     const ucp_rndv_config_t *cfg = &ep->worker->context->rndv;
     int cuda_frags = (ep->rma_ep != NULL) && (ep->worker->mt_ep != NULL) &&
                      (cfg->frag_type == UCP_RNDV_FRAG_TYPE_CUDA);
-    char thresh[32], pipe[96];
-    unsigned s, r;
-    int get, early;
+    char thresh[64];
+    unsigned k;
     size_t t;
 
-    snprintf(pipe, sizeof(pipe), cuda_frags ?
-             "pipeline, cuda fragments of %zu B, depth %u" :
-             "pipeline, active messages via host fragments of %zu B",
-             cfg->frag_size[cuda_frags ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST],
-             cfg->depth);
-    for (s = 0; s < 2; ++s) {
-        for (r = 0; r < 2; ++r) {
-            t = ucp_rndv_thresh(ep, types[s]);
-            ucp_proto_info_size(thresh, sizeof(thresh), t);
-            if (t == SIZE_MAX) {
-                printf("| %-4s -> %-4s  | eager at every size\n",
-                       ucs_memory_type_names[types[s]],
-                       ucs_memory_type_names[types[r]]);
-                continue;
-            }
-            get = (ep->rma_ep != NULL) && (types[s] != UCS_MEMORY_TYPE_HOST);
-            /* Auto: an exportable device buffer takes get at every size. */
-            early = get && (cfg->thresh == UCS_MEMUNITS_AUTO) && (t > 0);
-            printf("| %-4s -> %-4s  | %s0..%zu eager; %s..inf rndv: %s%s%s\n",
-                   ucs_memory_type_names[types[s]], ucs_memory_type_names[types[r]],
-                   early ? "1..inf rndv get_zcopy (cuda_ipc) if the sender's "
-                           "buffer exports, else " : "",
-                   t ? t - 1 : 0, thresh,
-                   (get && !early) ?
-                   "get_zcopy (cuda_ipc) if the sender's buffer exports, else " : "",
-                   ((ep->rma_ep != NULL) && (types[r] != UCS_MEMORY_TYPE_HOST)) ?
-                   "put_zcopy (cuda_ipc) if the receiver's buffer exports, else " : "",
-                   /* host data is never staged on the GPU */
-                   ((s == 0) && (r == 0)) ? "data as active messages (RNDV_DATA)" :
-                                            pipe);
+    for (k = 0; k < UCP_RNDV_KIND_LAST; ++k) {
+        if ((k != UCP_RNDV_KIND_HOST) && (ep->worker->mt_ep == NULL)) {
+            continue;
         }
+        t = ucp_rndv_thresh(ep, k);
+        if (t <= 1) {
+            snprintf(thresh, sizeof(thresh), "rendezvous at every size");
+        } else if (t == SIZE_MAX) {
+            snprintf(thresh, sizeof(thresh), "eager at every size");
+        } else {
+            snprintf(thresh, sizeof(thresh), "eager below %zu B, rendezvous from it", t);
+        }
+        printf("| %-15s | %s (%s)\n", ucp_rndv_model_kind_name(k), thresh,
+               (cfg->thresh == UCS_MEMUNITS_AUTO) ? "model" : "UCX_RNDV_THRESH");
     }
+    printf("| rndv receiver | get_zcopy (cuda_ipc) if the sender's buffer exports, else "
+           "put_zcopy if the receiver's does, else pipeline: %s\n",
+           cuda_frags ? "device fragments (host to host: data messages)" :
+                        "data messages via host fragments");
+    printf("| fragments     | host %zu B, cuda %zu B, depth %u\n",
+           cfg->frag_size[UCS_MEMORY_TYPE_HOST], cfg->frag_size[UCS_MEMORY_TYPE_CUDA],
+           cfg->depth);
     printf("| rndv scheme   | %s (UCX_RNDV_SCHEME)\n", ucp_rndv_scheme_names[cfg->scheme]);
     printf("| same GPU      | %s (UCX_RNDV_SAME_GPU_ONE_COPIER)\n",
            (cfg->one_copier && (cfg->scheme == UCP_RNDV_SCHEME_AUTO)) ?
@@ -83,6 +107,7 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
                "through host fragments (UCX_RNDV_SAME_GPU_HOST_MAX)\n",
                UCP_RNDV_SAME_GPU_HOST_MIN, cfg->same_gpu_host_max);
     }
+    ucp_proto_info_print_model(ep);
 }
 
 void ucp_proto_info_print(ucp_ep_h ep)

@@ -259,7 +259,7 @@ static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
         !(attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && ucs_queue_is_empty(&ep->send_q)) {
         length = count * (size_t)(datatype >> UCP_DATATYPE_SHIFT);
         if ((length <= ep->max_short) &&
-            (length < ucp_rndv_thresh(ep, UCS_MEMORY_TYPE_HOST)) &&
+            (length < ucp_rndv_thresh(ep, UCP_RNDV_KIND_HOST)) &&
             (ucp_tag_memtype(worker, buffer, length, param) == UCS_MEMORY_TYPE_HOST) &&
             (uct_ep_am_short(ep->uct_ep, UCP_AM_ID_EAGER_ONLY, tag, buffer,
                              (unsigned)length) == UCS_OK)) {

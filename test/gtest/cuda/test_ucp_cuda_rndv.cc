@@ -355,10 +355,28 @@ TEST_F(test_ucp_cuda_rndv_misc, auto_threshold_reads_exportable_senders_at_any_s
 
 TEST_F(test_ucp_cuda_rndv_misc, auto_threshold_keeps_eager_for_other_device_senders)
 {
-    /* Below 4 KiB eager; 4 KiB and 64 KiB go rendezvous (pipeline). */
+    /* The model puts the pipeline's crossover between 1000 B and 64 KiB
+     * with the transports' default costs (the driver model reports the
+     * H200's): small messages eager, 64 KiB rendezvous. */
     run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
-              {{"UCX_RNDV_THRESH", "auto"}}, {8, 1000, 4 * 1024 - 1, 4 * 1024, k_frag},
-              1, 4 * 1024);
+              {{"UCX_RNDV_THRESH", "auto"}}, {8, 1000, k_frag}, 1, k_frag);
+}
+
+TEST_F(test_ucp_cuda_rndv_misc, auto_threshold_follows_the_transports_costs)
+{
+    /* A cuda_ipc copy reported at 1 ms makes every rendezvous dearer than
+     * the staged eager copy at 64 KiB (~45 us): both senders stay eager. */
+    const std::vector<std::pair<std::string, std::string>> env =
+            {{"UCX_RNDV_THRESH", "auto"}, {"UCX_CUDA_IPC_LAT", "1ms"}};
+
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA, env, {8, k_frag}, 1,
+              SIZE_MAX);
+    run_sizes(k_legacy, k_vmm_no, UCP_PROTO_STAT_RNDV_GET, env, {8, k_frag}, 1, SIZE_MAX);
+    /* Staging copies at 1 ms: eager makes two (device to host, host to
+     * device), the pipeline one and a cheap read, so it wins from 1 B. */
+    run_sizes(k_pool_no, k_vmm_no, UCP_PROTO_STAT_RNDV_PIPE_CUDA,
+              {{"UCX_RNDV_THRESH", "auto"}, {"UCX_CUDA_IPC_LAT", "1ns"},
+               {"UCX_CUDA_COPY_LAT", "1ms"}}, {8, 1000, k_frag}, 1, 8);
 }
 
 TEST_F(test_ucp_cuda_rndv_misc, pipeline_pieces_smaller_than_fragments)
