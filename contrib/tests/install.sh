@@ -17,7 +17,8 @@ for so in libucs.so.0 libucm.so.0 libuct.so.0 libucp.so.0; do
     test -e "$prefix/lib/$so" || { echo "missing $so"; exit 1; }
 done
 for h in ucp/api/ucp.h ucp/api/ucp_def.h ucp/api/ucp_version.h ucs/type/status.h \
-         ucs/config/types.h ucs/sys/compiler_def.h ucs/memory/memory_type.h; do
+         ucs/config/types.h ucs/sys/compiler_def.h ucs/memory/memory_type.h \
+         uct/api/uct.h uct/api/v2/uct_v2.h ucs/sys/topo_device.h; do
     test -f "$prefix/include/$h" || { echo "missing header $h"; exit 1; }
 done
 
@@ -52,4 +53,10 @@ build_cflags=$(sed -n 's/^CFLAGS = //p' "$BUILD_DIR/Makefile")
 build_cc=$(sed -n 's/^CC = //p' "$BUILD_DIR/Makefile")
 ${build_cc:-cc} -std=c11 -Wall -Werror $build_cflags $cflags "$work/client.c" -o "$work/client" $libs
 "$work/client"
+# The v2 transport header compiles on its own from the installed tree.
+cat >"$work/uct_v2.c" <<'C'
+#include <uct/api/v2/uct_v2.h>
+ucs_status_t (*estimate)(uct_iface_h, uct_perf_attr_t *) = uct_iface_estimate_perf;
+C
+${build_cc:-cc} -std=c11 -Wall -Werror $build_cflags $cflags -c "$work/uct_v2.c" -o "$work/uct_v2.o"
 rm -rf "$destdir"

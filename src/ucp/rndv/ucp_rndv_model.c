@@ -104,7 +104,7 @@ ucs_status_t ucp_rndv_model_build(ucp_rndv_model_t *model, uct_iface_h am_iface,
         model->recv_stage = UCP_RNDV_MODEL_RECV_STAGE_COST;
         model->cuda       = 1;
     }
-    if ((ipc_iface != NULL) && model->cuda) {
+    if (ipc_iface != NULL) {
         if ((ucp_rndv_model_op(ipc_iface, UCT_EP_OP_GET_ZCOPY, D, D, 0, 1,
                                &model->ipc_d2d, &attr) != UCS_OK) ||
             (ucp_rndv_model_op(ipc_iface, UCT_EP_OP_GET_ZCOPY, H, D, 0, 1,
@@ -167,12 +167,15 @@ double ucp_rndv_model_time(const ucp_rndv_model_t *m, ucp_rndv_model_proto_t pro
     double ctrl = ucp_rndv_cost(m->ctrl, 0);
     const ucp_rndv_cost_t *stages[3];
     unsigned num = 0;
+    /* Staging device data through host memory (eager, both pipelines)
+     * needs cuda_copy; a get or put needs only cuda_ipc. */
+    int staged_ok = m->cuda || (!s_dev && !r_dev);
 
-    if ((s_dev || r_dev) && !m->cuda) {
-        return INFINITY;
-    }
     switch (proto) {
     case UCP_RNDV_MODEL_EAGER:
+        if (!staged_ok) {
+            return INFINITY;
+        }
         return ucp_rndv_model_am(m, 1, size) + (s_dev ? ucp_rndv_cost(m->d2h, size) : 0) +
                (r_dev ? ucp_rndv_cost(m->h2d, size) + m->recv_stage : 0);
     case UCP_RNDV_MODEL_GET:
@@ -190,7 +193,7 @@ double ucp_rndv_model_time(const ucp_rndv_model_t *m, ucp_rndv_model_proto_t pro
     case UCP_RNDV_MODEL_PIPE_CUDA:
         /* RTS, RTR; per fragment the sender's copy in, FRAG, the receiver's
          * read out */
-        if (!m->ipc || !m->frag_cuda_on || (!s_dev && !r_dev)) {
+        if (!m->ipc || !m->cuda || !m->frag_cuda_on || (!s_dev && !r_dev)) {
             return INFINITY;
         }
         stages[0] = s_dev ? &m->d2d : &m->h2d;
@@ -199,7 +202,10 @@ double ucp_rndv_model_time(const ucp_rndv_model_t *m, ucp_rndv_model_proto_t pro
         return 2 * ctrl + ucp_rndv_model_pipe(m, size, m->frag_cuda, stages, 3);
     case UCP_RNDV_MODEL_PIPE_AM:
         /* RTS, RTR; per fragment the sender's copy out of the device, data
-         * messages, the receiver's copy in */
+         * messages, the receiver's copy in, which stages like eager's */
+        if (!staged_ok) {
+            return INFINITY;
+        }
         if (s_dev) {
             stages[num++] = &m->d2h;
         }
@@ -207,7 +213,8 @@ double ucp_rndv_model_time(const ucp_rndv_model_t *m, ucp_rndv_model_proto_t pro
         if (r_dev) {
             stages[num++] = &m->h2d;
         }
-        return 2 * ctrl + ucp_rndv_model_pipe(m, size, m->frag_host, stages, num);
+        return 2 * ctrl + ucp_rndv_model_pipe(m, size, m->frag_host, stages, num) +
+               (r_dev ? m->recv_stage : 0);
     default:
         return INFINITY;
     }
@@ -226,7 +233,7 @@ double ucp_rndv_model_rndv_time(const ucp_rndv_model_t *m, ucp_rndv_kind_t s,
         proto = UCP_RNDV_MODEL_GET;
     } else if (m->ipc && (r == UCP_RNDV_KIND_DEVICE_EXPORT)) {
         proto = UCP_RNDV_MODEL_PUT;
-    } else if (m->ipc && m->frag_cuda_on &&
+    } else if (m->ipc && m->cuda && m->frag_cuda_on &&
                (ucp_rndv_kind_is_device(s) || ucp_rndv_kind_is_device(r))) {
         proto = UCP_RNDV_MODEL_PIPE_CUDA;
     } else {

@@ -71,7 +71,7 @@ int ucp_rndv_send_wanted(ucp_ep_h ep, const ucp_request_t *req,
                          ucs_memory_type_t mem_type)
 {
     size_t length = req->dt.length;
-    size_t t_export, t_other;
+    size_t t_export, t_other, thresh;
     ucp_rndv_tx_key_t *tx;
 
     if (mem_type == UCS_MEMORY_TYPE_HOST) {
@@ -88,12 +88,15 @@ int ucp_rndv_send_wanted(ucp_ep_h ep, const ucp_request_t *req,
     if ((length == 0) || (ep->rma_ep == NULL) || !ucp_rndv_send_is_contig(req)) {
         return length >= t_other;
     }
-    tx = ucp_rndv_send_key(ep->worker, req->dt.buffer, length);
-    if ((tx != NULL) && tx->exportable) {
-        return length >= t_export;
+    tx     = ucp_rndv_send_key(ep->worker, req->dt.buffer, length);
+    thresh = ((tx != NULL) && tx->exportable) ? t_export : t_other;
+    if (length >= thresh) {
+        return 1;
     }
+    /* Not taken: a key left in the scratch would be found again by a later
+     * buffer at the same address. */
     ucp_rndv_send_key_drop(ep->worker);
-    return length >= t_other;
+    return 0;
 }
 
 ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,

@@ -78,6 +78,8 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
             snprintf(thresh, sizeof(thresh), "eager below %zu B, rendezvous from it", t);
         }
         printf("| %-15s | %s (%s)\n", ucp_rndv_model_kind_name(k), thresh,
+               ((cfg->eager_max < SIZE_MAX) && (t == cfg->eager_max + 1)) ?
+               "UCX_TAG_EAGER_MAX_SIZE" :
                (cfg->thresh == UCS_MEMUNITS_AUTO) ? "model" : "UCX_RNDV_THRESH");
     }
     printf("| rndv receiver | get_zcopy (cuda_ipc) if the sender's buffer exports, else "

@@ -100,8 +100,10 @@ static uint64_t uct_iface_op_cap_flag(uct_ep_operation_t op)
         [UCT_EP_OP_GET_SHORT]    = UCT_IFACE_FLAG_GET_SHORT,
         [UCT_EP_OP_GET_BCOPY]    = UCT_IFACE_FLAG_GET_BCOPY,
         [UCT_EP_OP_GET_ZCOPY]    = UCT_IFACE_FLAG_GET_ZCOPY,
-        [UCT_EP_OP_ATOMIC_POST]  = UCT_IFACE_FLAG_ATOMIC_CPU | UCT_IFACE_FLAG_ATOMIC_DEVICE,
-        [UCT_EP_OP_ATOMIC_FETCH] = UCT_IFACE_FLAG_ATOMIC_CPU | UCT_IFACE_FLAG_ATOMIC_DEVICE
+        [UCT_EP_OP_ATOMIC_POST]  = UCT_IFACE_FLAG_ATOMIC_CPU |
+                                   UCT_IFACE_FLAG_ATOMIC_DEVICE,
+        [UCT_EP_OP_ATOMIC_FETCH] = UCT_IFACE_FLAG_ATOMIC_CPU |
+                                   UCT_IFACE_FLAG_ATOMIC_DEVICE
     };
 
     return flags[op];
@@ -114,16 +116,18 @@ ucs_status_t uct_iface_estimate_perf(uct_iface_h tl_iface, uct_perf_attr_t *perf
     uct_iface_attr_t attr;
     ucs_status_t status;
 
-    if (((mask & UCT_PERF_ATTR_FIELD_OPERATION) &&
-         ((unsigned)perf_attr->operation >= UCT_EP_OP_LAST)) ||
-        ((mask & UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE) &&
+    if ((mask & UCT_PERF_ATTR_FIELD_OPERATION) &&
+        ((unsigned)perf_attr->operation >= UCT_EP_OP_LAST)) {
+        ucs_error("uct_iface_estimate_perf(%s): operation %d out of range",
+                  iface->tl_name, (int)perf_attr->operation);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (((mask & UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE) &&
          ((unsigned)perf_attr->local_memory_type >= UCS_MEMORY_TYPE_LAST)) ||
         ((mask & UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE) &&
          ((unsigned)perf_attr->remote_memory_type >= UCS_MEMORY_TYPE_LAST))) {
-        ucs_error("uct_iface_estimate_perf(%s): operation %d or memory type "
-                  "(local %d, remote %d) out of range", iface->tl_name,
-                  (int)perf_attr->operation, (int)perf_attr->local_memory_type,
-                  (int)perf_attr->remote_memory_type);
+        ucs_error("uct_iface_estimate_perf(%s): memory type out of range",
+                  iface->tl_name);
         return UCS_ERR_INVALID_PARAM;
     }
     status = uct_iface_query(tl_iface, &attr);

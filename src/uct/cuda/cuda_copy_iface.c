@@ -110,7 +110,8 @@ static ucs_status_t uct_cuda_copy_iface_query(uct_iface_h tl_iface,
     /* The staging case (device to host); uct_iface_estimate_perf() has
      * every direction. */
     attr->overhead            = iface->perf.pre;
-    attr->latency             = ucs_linear_func_make(iface->perf.lat[UCT_CUDA_PERF_D2H], 0);
+    attr->latency             = ucs_linear_func_make(iface->perf.lat[UCT_CUDA_PERF_D2H],
+                                                     0);
     attr->bandwidth.dedicated = iface->perf.bw[UCT_CUDA_PERF_D2H];
     attr->bandwidth.shared    = 0;
     attr->priority            = 0;
@@ -464,8 +465,11 @@ static ucs_status_t uct_cuda_copy_iface_open(uct_md_h md, uct_worker_h worker,
     }
 
     iface->super.estimate_perf = uct_cuda_copy_iface_estimate_perf;
-    uct_cuda_perf_init(&iface->perf, &uct_cuda_copy_perf_default, config->perf_lat,
-                       config->perf_bw);
+    status = uct_cuda_perf_init(&iface->perf, &uct_cuda_copy_perf_default,
+                                config->perf_lat, config->perf_bw, "CUDA_COPY_");
+    if (status != UCS_OK) {
+        goto err_base;
+    }
 
     status = uct_cuda_ctx_ensure(&iface->ctx);
     if (status != UCS_OK) {

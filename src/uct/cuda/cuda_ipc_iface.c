@@ -117,7 +117,8 @@ static ucs_status_t uct_cuda_ipc_iface_query(uct_iface_h tl_iface,
 
     /* Between two GPUs; uct_iface_estimate_perf() has every direction. */
     attr->overhead            = iface->perf.pre;
-    attr->latency             = ucs_linear_func_make(iface->perf.lat[UCT_CUDA_PERF_D2D_PEER], 0);
+    attr->latency             =
+            ucs_linear_func_make(iface->perf.lat[UCT_CUDA_PERF_D2D_PEER], 0);
     attr->bandwidth.dedicated = iface->perf.bw[UCT_CUDA_PERF_D2D_PEER];
     attr->bandwidth.shared    = 0;
     attr->priority            = 0;
@@ -396,8 +397,11 @@ static ucs_status_t uct_cuda_ipc_iface_open(uct_md_h md, uct_worker_h worker,
     iface->batch_copy_max = config->batch_copy_max; /* inf: SIZE_MAX */
     iface->batch_peer     = config->batch_peer;
     iface->super.estimate_perf = uct_cuda_ipc_iface_estimate_perf;
-    uct_cuda_perf_init(&iface->perf, &uct_cuda_ipc_perf_default, config->perf_lat,
-                       config->perf_bw);
+    status = uct_cuda_perf_init(&iface->perf, &uct_cuda_ipc_perf_default,
+                                config->perf_lat, config->perf_bw, "CUDA_IPC_");
+    if (status != UCS_OK) {
+        goto err_base;
+    }
 
     cache_config.enable      = config->cache_enable;
     cache_config.max_regions = config->cache_max_regions;

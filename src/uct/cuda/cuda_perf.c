@@ -5,6 +5,7 @@
 #include "cuda_perf.h"
 
 #include <ucs/config/parser.h>
+#include <ucs/debug/log.h>
 
 /*
  * Defaults measured on H200 machines (driver 580) by
@@ -45,11 +46,16 @@ const uct_cuda_perf_t uct_cuda_ipc_perf_default = {
              [UCT_CUDA_PERF_D2D]      = 2000e9,
              [UCT_CUDA_PERF_D2D_PEER] = 396e9}};
 
-void uct_cuda_perf_init(uct_cuda_perf_t *perf, const uct_cuda_perf_t *defaults,
-                        double lat_cfg, size_t bw_cfg)
+ucs_status_t uct_cuda_perf_init(uct_cuda_perf_t *perf, const uct_cuda_perf_t *defaults,
+                                double lat_cfg, size_t bw_cfg, const char *prefix)
 {
     int d;
 
+    if (bw_cfg == 0) {
+        ucs_error("UCX_%sBW=0: the bandwidth of the performance model must be "
+                  "positive (or auto)", prefix);
+        return UCS_ERR_INVALID_PARAM;
+    }
     *perf = *defaults;
     for (d = 0; d < UCT_CUDA_PERF_DIR_LAST; ++d) {
         if (lat_cfg >= 0) {
@@ -59,6 +65,7 @@ void uct_cuda_perf_init(uct_cuda_perf_t *perf, const uct_cuda_perf_t *defaults,
             perf->bw[d] = (double)bw_cfg;
         }
     }
+    return UCS_OK;
 }
 
 static int uct_cuda_perf_is_host(ucs_memory_type_t mem_type)

@@ -34,12 +34,15 @@ extern const uct_cuda_perf_t uct_cuda_copy_perf_default;
 extern const uct_cuda_perf_t uct_cuda_ipc_perf_default;
 
 /**
- * @a perf = @a defaults, then the user's UCX_<TL>_LAT and UCX_<TL>_BW:
+ * @a perf = @a defaults, then the user's UCX_<prefix>LAT and UCX_<prefix>BW:
  * @a lat_cfg (seconds) replaces every direction's latency, @a bw_cfg
  * (bytes/s) every bandwidth, unless it is UCS_MEMUNITS_AUTO / negative.
+ *
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a bandwidth of 0 (logged,
+ *         naming the variable).
  */
-void uct_cuda_perf_init(uct_cuda_perf_t *perf, const uct_cuda_perf_t *defaults,
-                        double lat_cfg, size_t bw_cfg);
+ucs_status_t uct_cuda_perf_init(uct_cuda_perf_t *perf, const uct_cuda_perf_t *defaults,
+                                double lat_cfg, size_t bw_cfg, const char *prefix);
 
 /**
  * Fill @a perf_attr's estimate of a put or get (short, bcopy or zcopy) from

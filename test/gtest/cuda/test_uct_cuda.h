@@ -30,7 +30,8 @@ namespace uct_cuda_test {
  * types and devices given; expects UCS_OK. */
 inline uct_perf_attr_t
 estimate_perf(uct_iface_h iface, uct_ep_operation_t op, ucs_memory_type_t local,
-              ucs_memory_type_t remote, ucs_sys_device_t local_dev = UCS_SYS_DEVICE_ID_UNKNOWN,
+              ucs_memory_type_t remote,
+              ucs_sys_device_t local_dev  = UCS_SYS_DEVICE_ID_UNKNOWN,
               ucs_sys_device_t remote_dev = UCS_SYS_DEVICE_ID_UNKNOWN)
 {
     uct_perf_attr_t a;

@@ -887,11 +887,21 @@ TEST_F(test_uct_cuda_copy, estimate_perf_by_direction_and_configuration)
             copy_ctx c;
             for (auto dir : {std::make_pair(D, H), std::make_pair(H, D),
                              std::make_pair(D, D)}) {
-                uct_perf_attr_t a = estimate_perf(c.e.iface(), UCT_EP_OP_PUT_ZCOPY, dir.first,
-                                             dir.second);
+                uct_perf_attr_t a = estimate_perf(c.e.iface(), UCT_EP_OP_PUT_ZCOPY,
+                                                  dir.first, dir.second);
                 EXPECT_NEAR(25e-6, a.latency.c, 1e-12);
                 EXPECT_EQ(1024.0 * 1024 * 1024, a.bandwidth.dedicated);
             }
         }
+
+        /* a bandwidth of 0 would make every byte cost forever */
+        setenv("UCX_CUDA_COPY_BW", "0", 1);
+        std::string why;
+        try {
+            copy_ctx refused;
+        } catch (const ucx_test::uct_test_error &e) {
+            why = e.what();
+        }
+        EXPECT_NE(std::string::npos, why.find("Invalid parameter")) << why;
     });
 }

@@ -1142,10 +1142,11 @@ TEST_F(test_uct_cuda_ipc, estimate_perf_same_gpu_peer_gpu_and_configuration)
         init_device();
         {
             std::unique_ptr<uct_test_entity> e(new_ipc_entity());
-            uct_perf_attr_t same = estimate_perf(e->iface(), UCT_EP_OP_GET_ZCOPY, D, D, 3, 3);
-            uct_perf_attr_t peer = estimate_perf(e->iface(), UCT_EP_OP_GET_ZCOPY, D, D, 3, 4);
-            uct_perf_attr_t unknown = estimate_perf(e->iface(), UCT_EP_OP_PUT_ZCOPY, D, D);
-            uct_perf_attr_t host = estimate_perf(e->iface(), UCT_EP_OP_GET_ZCOPY, H, D);
+            uct_iface_h iface    = e->iface();
+            uct_perf_attr_t same = estimate_perf(iface, UCT_EP_OP_GET_ZCOPY, D, D, 3, 3);
+            uct_perf_attr_t peer = estimate_perf(iface, UCT_EP_OP_GET_ZCOPY, D, D, 3, 4);
+            uct_perf_attr_t unknown = estimate_perf(iface, UCT_EP_OP_PUT_ZCOPY, D, D);
+            uct_perf_attr_t host = estimate_perf(iface, UCT_EP_OP_GET_ZCOPY, H, D);
 
             EXPECT_GT(same.bandwidth.dedicated, peer.bandwidth.dedicated);
             EXPECT_EQ(peer.bandwidth.dedicated, unknown.bandwidth.dedicated);
@@ -1158,7 +1159,8 @@ TEST_F(test_uct_cuda_ipc, estimate_perf_same_gpu_peer_gpu_and_configuration)
         setenv("UCX_CUDA_IPC_BW", "2G", 1);
         {
             std::unique_ptr<uct_test_entity> e(new_ipc_entity());
-            uct_perf_attr_t a = estimate_perf(e->iface(), UCT_EP_OP_GET_ZCOPY, D, D, 3, 3);
+            uct_perf_attr_t a = estimate_perf(e->iface(), UCT_EP_OP_GET_ZCOPY, D, D,
+                                              3, 3);
 
             EXPECT_NEAR(3e-6, a.latency.c, 1e-12);
             EXPECT_EQ(2.0 * 1024 * 1024 * 1024, a.bandwidth.dedicated);

@@ -193,24 +193,55 @@ TEST(test_ucp_rndv_model, host_sender_switches_when_host_receivers_lose_little)
 {
     ucp_rndv_model_t m = round_model();
 
-    /* Host receivers only lose (two control messages more), device
-     * receivers gain: rendezvous once 2 us <= 5 % of 1 us + S / 1 GB/s,
-     * S >= 39000. */
-    EXPECT_EQ(39000u, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_HOST));
+    /* Data messages at 0.7 us per KB (a crossover off the integers). Host
+     * receivers only lose (two control messages more), device receivers
+     * gain: rendezvous once 2 us <= 5 % of 1 us + 0.7e-3 us * S, S >=
+     * 55714.3. */
+    m.am = cost(1, 1 / 0.7);
+    EXPECT_EQ(55715u, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_HOST));
 }
 
-TEST(test_ucp_rndv_model, no_gain_no_rendezvous)
+TEST(test_ucp_rndv_model, without_cuda_ipc_only_overlap_gains)
 {
-    /* No cuda_ipc lane: rendezvous only adds control messages to the same
-     * copies, for every kind. */
+    /* No cuda_ipc lane, one fragment per message: rendezvous only adds
+     * control messages to the same copies, for every kind. */
     ucp_rndv_model_t m = round_model(true, false);
 
     EXPECT_EQ(SIZE_MAX, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_HOST));
     EXPECT_EQ(SIZE_MAX, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_DEVICE));
+
+    /* Host fragments of 512 KiB, 8 KiB segments, the receive staging of
+     * eager charged to both: below a fragment the pipeline is eager plus
+     * control messages; beyond, its stages overlap and it wins. */
+    m.frag_host  = 512 * 1024;
+    m.am_seg     = 8192;
+    m.am_seg_c   = 0.1e-6;
+    m.recv_stage = 2e-6;
+    for (auto kind : {UCP_RNDV_KIND_HOST, UCP_RNDV_KIND_DEVICE}) {
+        size_t t = ucp_rndv_model_thresh(&m, kind);
+        EXPECT_GT(t, m.frag_host) << ucp_rndv_model_kind_name(kind);
+        EXPECT_LT(t, SIZE_MAX) << ucp_rndv_model_kind_name(kind);
+    }
+
     /* No cuda_copy either: no device memory at all. */
     m = round_model(false, false);
     EXPECT_EQ(SIZE_MAX, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_HOST));
     EXPECT_EQ(SIZE_MAX, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_DEVICE_EXPORT));
+}
+
+TEST(test_ucp_rndv_model, cuda_ipc_without_cuda_copy_still_reads_and_writes)
+{
+    /* Without cuda_copy nothing stages device data, but a get or a put
+     * needs only cuda_ipc: device senders take them at every size. */
+    ucp_rndv_model_t m = round_model(false, true);
+
+    EXPECT_TRUE(std::isinf(ucp_rndv_model_time(&m, UCP_RNDV_MODEL_EAGER,
+                                               UCP_RNDV_KIND_DEVICE_EXPORT,
+                                               UCP_RNDV_KIND_DEVICE, 8)));
+    EXPECT_NEAR(21.0, t_us(m, UCP_RNDV_MODEL_GET, UCP_RNDV_KIND_DEVICE_EXPORT,
+                           UCP_RNDV_KIND_DEVICE, 1000000), 1e-6);
+    EXPECT_EQ(1u, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_DEVICE_EXPORT));
+    EXPECT_EQ(1u, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_DEVICE));
 }
 
 TEST(test_ucp_rndv_model, names)
