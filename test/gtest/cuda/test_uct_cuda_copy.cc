@@ -37,6 +37,17 @@ struct copy_ctx {
     uct_ep_h        ep;
 };
 
+/* Why opening a copy_ctx failed with the environment as it is, or "". */
+std::string copy_ctx_refusal()
+{
+    try {
+        copy_ctx refused;
+    } catch (const ucx_test::uct_test_error &e) {
+        return e.what();
+    }
+    return "";
+}
+
 /* Device 0 current; on the model, stream work runs @a delay_us late, so a
  * completion reported before its copy landed shows up as wrong data. */
 void init_late_streams(const char *delay_us)
@@ -348,12 +359,7 @@ TEST_F(test_uct_cuda_copy, htod_memop_max_zero_disables_and_too_large_is_refused
         }
 
         setenv("UCX_CUDA_COPY_HTOD_MEMOP_MAX", "513", 1);
-        std::string why;
-        try {
-            copy_ctx refused;
-        } catch (const ucx_test::uct_test_error &e) {
-            why = e.what();
-        }
+        std::string why = copy_ctx_refusal();
         EXPECT_NE(std::string::npos, why.find("Invalid parameter")) << why;
     });
 }
@@ -896,12 +902,7 @@ TEST_F(test_uct_cuda_copy, estimate_perf_by_direction_and_configuration)
 
         /* a bandwidth of 0 would make every byte cost forever */
         setenv("UCX_CUDA_COPY_BW", "0", 1);
-        std::string why;
-        try {
-            copy_ctx refused;
-        } catch (const ucx_test::uct_test_error &e) {
-            why = e.what();
-        }
+        std::string why = copy_ctx_refusal();
         EXPECT_NE(std::string::npos, why.find("Invalid parameter")) << why;
     });
 }
