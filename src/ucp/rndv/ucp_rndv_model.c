@@ -90,31 +90,40 @@ ucs_status_t ucp_rndv_model_build(ucp_rndv_model_t *model, uct_iface_h am_iface,
     model->ctrl     = ucs_linear_func_make(model->am.c + UCP_RNDV_MODEL_CTRL_COST, 0);
     model->am_seg_c = attr.send_pre_overhead + attr.recv_overhead;
 
-    if (copy_iface != NULL) {
-        /* cuda_copy's put copies the local buffer to the remote address,
-         * both in this process. */
-        if ((ucp_rndv_model_op(copy_iface, UCT_EP_OP_PUT_ZCOPY, D, H, 0, 1, &model->d2h,
-                               &attr) != UCS_OK) ||
-            (ucp_rndv_model_op(copy_iface, UCT_EP_OP_PUT_ZCOPY, H, D, 0, 1, &model->h2d,
-                               &attr) != UCS_OK) ||
-            (ucp_rndv_model_op(copy_iface, UCT_EP_OP_PUT_ZCOPY, D, D, 1, 1, &model->d2d,
-                               &attr) != UCS_OK)) {
-            return UCS_ERR_INVALID_PARAM;
+    /* cuda_copy's put copies the local buffer to the remote address, both
+     * in this process; a device fragment lives on the GPU of the buffer it
+     * stages. cuda_ipc reads (get) or writes (put) the peer's device
+     * memory. */
+    const struct {
+        uct_iface_h        iface;
+        uct_ep_operation_t op;
+        ucs_memory_type_t  local, remote;
+        int                same_device;
+        ucp_rndv_cost_t    *cost;
+    } copies[] = {
+        {copy_iface, UCT_EP_OP_PUT_ZCOPY, D, H, 0, &model->d2h},
+        {copy_iface, UCT_EP_OP_PUT_ZCOPY, H, D, 0, &model->h2d},
+        {copy_iface, UCT_EP_OP_PUT_ZCOPY, D, D, 1, &model->d2d},
+        {ipc_iface, UCT_EP_OP_GET_ZCOPY, D, D, 0, &model->ipc_d2d},
+        {ipc_iface, UCT_EP_OP_GET_ZCOPY, H, D, 0, &model->ipc_d2h},
+        {ipc_iface, UCT_EP_OP_PUT_ZCOPY, H, D, 0, &model->ipc_h2d}};
+    unsigned i;
+
+    for (i = 0; i < sizeof(copies) / sizeof(copies[0]); ++i) {
+        if (copies[i].iface == NULL) {
+            continue;
         }
-        model->recv_stage = UCP_RNDV_MODEL_RECV_STAGE_COST;
-        model->cuda       = 1;
-    }
-    if (ipc_iface != NULL) {
-        if ((ucp_rndv_model_op(ipc_iface, UCT_EP_OP_GET_ZCOPY, D, D, 0, 1,
-                               &model->ipc_d2d, &attr) != UCS_OK) ||
-            (ucp_rndv_model_op(ipc_iface, UCT_EP_OP_GET_ZCOPY, H, D, 0, 1,
-                               &model->ipc_d2h, &attr) != UCS_OK) ||
-            (ucp_rndv_model_op(ipc_iface, UCT_EP_OP_PUT_ZCOPY, H, D, 0, 1,
-                               &model->ipc_h2d, &attr) != UCS_OK)) {
-            return UCS_ERR_INVALID_PARAM;
+        /* staging copies are waited for before the data moves on */
+        status = ucp_rndv_model_op(copies[i].iface, copies[i].op, copies[i].local,
+                                   copies[i].remote, copies[i].same_device, 1,
+                                   copies[i].cost, &attr);
+        if (status != UCS_OK) {
+            return status;
         }
-        model->ipc = 1;
     }
+    model->cuda       = (copy_iface != NULL);
+    model->ipc        = (ipc_iface != NULL);
+    model->recv_stage = model->cuda ? UCP_RNDV_MODEL_RECV_STAGE_COST : 0;
     return UCS_OK;
 }
 

@@ -23,7 +23,7 @@ static void ucp_proto_info_print_model(ucp_ep_h ep)
     static const size_t sizes[] = {8, 1024, 4096, 16384, 65536, 262144, 1048576};
     ucp_rndv_model_proto_t proto;
     ucp_rndv_model_t model;
-    char thresh[32];
+    char label[32];
     unsigned s, r, i;
     double te, tr;
 
@@ -35,8 +35,8 @@ static void ucp_proto_info_print_model(ucp_ep_h ep)
            "(UCX_RNDV_THRESH=auto; docs/rendezvous.md)\n");
     printf("| %-33s | %-27s |", "sender -> receiver", "rendezvous protocol");
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
-        ucp_proto_info_size(thresh, sizeof(thresh), sizes[i]);
-        printf(" %13s", thresh);
+        ucp_proto_info_size(label, sizeof(label), sizes[i]);
+        printf(" %13s", label);
     }
     printf("\n");
     for (s = 0; s < UCP_RNDV_KIND_LAST; ++s) {
