@@ -128,6 +128,17 @@ static void ucm_memtype_info_from_event(const ucm_event_t *event,
     }
 }
 
+/* The check of replayed allocations, asked under the cache's lock. */
+static int ucm_memtype_alloc_is_live(void *arg, const void *address,
+                                     size_t length)
+{
+    const ucm_memtype_provider_t *provider =
+            __atomic_load_n(&ucm_memtype_provider, __ATOMIC_ACQUIRE);
+
+    return (provider != NULL) && (provider->alloc_is_live != NULL) &&
+           provider->alloc_is_live(address, length);
+}
+
 static void ucm_memtype_alloc_cb(ucm_event_type_t event_type,
                                  ucm_event_t *event, void *arg)
 {
@@ -139,9 +150,14 @@ static void ucm_memtype_alloc_cb(ucm_event_type_t event_type,
         return;
     }
 
+    /* A replayed allocation may have been freed, and its free delivered,
+     * since it was copied for the replay: store it only if it is live. */
     ucm_memtype_info_from_event(event, &info);
-    status = ucs_memtype_cache_update(cache, event->mem_type.address,
-                                      event->mem_type.size, &info);
+    status = ucs_memtype_cache_update_if(
+            cache, event->mem_type.address, event->mem_type.size, &info,
+            (event->mem_type.flags & UCM_MEM_TYPE_FLAG_REPLAYED) ?
+                    ucm_memtype_alloc_is_live : NULL,
+            NULL);
     if (status != UCS_OK) {
         /* NO_MEMORY empties the cache, which stays correct */
         ucs_debug("memtype: update of [%p, +%zu) failed: %s",
@@ -150,33 +166,25 @@ static void ucm_memtype_alloc_cb(ucm_event_type_t event_type,
     }
 }
 
-static void ucm_memtype_remove(ucs_memtype_cache_t *cache, void *address,
-                               size_t size)
-{
-    ucs_status_t status;
-
-    if (size == 0) {
-        return;
-    }
-
-    status = ucs_memtype_cache_remove(cache, address, size);
-    if (status != UCS_OK) {
-        ucs_debug("memtype: remove of [%p, +%zu) failed: %s", address, size,
-                  ucs_status_string(status));
-    }
-}
-
+/*
+ * Frees and unmaps may be reported from inside malloc() or free(), with
+ * locks held that a thread updating the cache may be waiting for: the
+ * removal is parked without waiting, allocating or logging
+ * (ucs_memtype_cache_remove_deferred()), and applied before the next
+ * lookup can answer from the range.
+ */
 static void ucm_memtype_free_cb(ucm_event_type_t event_type,
                                 ucm_event_t *event, void *arg)
 {
-    ucm_memtype_remove(arg, event->mem_type.address, event->mem_type.size);
+    ucs_memtype_cache_remove_deferred(arg, event->mem_type.address,
+                                      event->mem_type.size);
 }
 
 static void ucm_memtype_unmap_cb(ucm_event_type_t event_type,
                                  ucm_event_t *event, void *arg)
 {
-    ucm_memtype_remove(arg, event->vm_unmapped.address,
-                       event->vm_unmapped.size);
+    ucs_memtype_cache_remove_deferred(arg, event->vm_unmapped.address,
+                                      event->vm_unmapped.size);
 }
 
 static void ucm_memtype_unsubscribe(ucs_memtype_cache_t *cache)

@@ -31,6 +31,17 @@ typedef struct ucm_memtype_provider {
      * they are not installed. Thread safe.
      */
     ucm_cuda_hook_mode_t             (*hook_mode)(void);
+
+    /**
+     * Whether [address, +size) is still an allocation the hooks saw made
+     * and not yet freed: the check for replayed events
+     * (UCM_MEM_TYPE_FLAG_REPLAYED). The hooks remove an allocation from
+     * their tables before they report its free, so an answer of 1 given
+     * under a lock that the handling of frees also takes cannot be
+     * overtaken by that free. Thread safe; takes a short internal lock.
+     */
+    int                              (*alloc_is_live)(const void *address,
+                                                      size_t size);
 } ucm_memtype_provider_t;
 
 

@@ -111,7 +111,14 @@ typedef enum ucm_mem_type_flag {
     /** Set on a MEM_TYPE_ALLOC event that re-announces memory whose free
      *  was already reported but then failed in the driver: the memory is
      *  still allocated. */
-    UCM_MEM_TYPE_FLAG_FREE_FAILED  = UCS_BIT(1)
+    UCM_MEM_TYPE_FLAG_FREE_FAILED  = UCS_BIT(1),
+    /** Set on the MEM_TYPE_ALLOC events of a replay
+     *  (UCM_EVENT_FLAG_EXISTING_ALLOC). The replay runs while other threads
+     *  keep reporting, so the allocation may have been freed, and its free
+     *  delivered, before the replayed event arrives: a handler that stores
+     *  it must first check, under the lock that also orders its handling of
+     *  frees, that the allocation is still live. */
+    UCM_MEM_TYPE_FLAG_REPLAYED     = UCS_BIT(2)
 } ucm_mem_type_flag_t;
 
 

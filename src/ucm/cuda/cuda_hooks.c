@@ -16,23 +16,31 @@
 
 #include <ucm/cuda/cudamem.h>
 
+#include <ucm/util/thread_mark.h>
+
 #include <stddef.h>
 
-static __thread int ucm_cuda_hook_depth;
-
+/* The guard is a thread mark, not __thread: this module is dlopen()ed, and
+ * the first access to its TLS from a thread would allocate, which a CUDA
+ * call made from inside an allocator must not do (util/thread_mark.h). */
 int ucm_cuda_hook_enter(void)
 {
-    if (ucm_cuda_hook_depth) {
-        return 0;
-    }
+    int depth = ucm_thread_mark_enter(UCM_THREAD_MARK_CUDA_HOOK);
 
-    ucm_cuda_hook_depth = 1;
-    return 1;
+    if (depth == 0) {
+        return 1;
+    }
+    if (depth > 0) {
+        ucm_thread_mark_leave(UCM_THREAD_MARK_CUDA_HOOK); /* already inside */
+    }
+    /* Inside a hook already, or no slot (more threads inside hooks than
+     * the table holds): call the original without reporting. */
+    return 0;
 }
 
 void ucm_cuda_hook_leave(void)
 {
-    ucm_cuda_hook_depth = 0;
+    ucm_thread_mark_leave(UCM_THREAD_MARK_CUDA_HOOK);
 }
 
 /*

@@ -244,9 +244,10 @@ static ucm_event_installer_t ucm_cuda_installer = {
  * running in other threads at any time, so it never goes away and needs
  * no destructor. */
 static const ucm_memtype_provider_t ucm_cuda_memtype_provider = {
-    .name      = "cuda",
-    .resolve   = ucm_cuda_resolve,
-    .hook_mode = ucm_cuda_hook_mode
+    .name          = "cuda",
+    .resolve       = ucm_cuda_resolve,
+    .hook_mode     = ucm_cuda_hook_mode,
+    .alloc_is_live = ucm_cuda_track_is_live
 };
 
 static void UCS_F_CTOR ucm_cuda_module_init(void)

@@ -130,10 +130,13 @@ static ucm_cuda_object_t *ucm_cuda_object_find(ucs_hmap_t *table,
 }
 
 /* Remember @a event as a live allocation, replacing a stale record of the
- * same address (whose free the hooks missed). */
+ * same address (whose free the hooks missed). The record is allocated
+ * before the lock is taken and a replaced one freed after it is released:
+ * the lock is never held across malloc() or free(). */
 static void ucm_cuda_alloc_insert(const ucm_event_t *event, unsigned refs)
 {
-    uintptr_t key = (uintptr_t)event->mem_type.address;
+    uintptr_t key            = (uintptr_t)event->mem_type.address;
+    ucm_cuda_alloc_t *fresh  = malloc(sizeof(*fresh));
     ucm_cuda_alloc_t *alloc;
 
     pthread_mutex_lock(&ucm_cuda_track_lock);
@@ -143,10 +146,11 @@ static void ucm_cuda_alloc_insert(const ucm_event_t *event, unsigned refs)
 
     alloc = ucm_cuda_alloc_find(key);
     if (alloc == NULL) {
-        alloc = malloc(sizeof(*alloc));
-        if (alloc == NULL) {
+        if (fresh == NULL) {
             goto out;
         }
+        alloc = fresh;
+        fresh = NULL;
         alloc->key = key;
         ucs_hmap_insert(&ucm_cuda_allocs, &alloc->elem, ucs_hash_u64(key));
     }
@@ -154,13 +158,13 @@ static void ucm_cuda_alloc_insert(const ucm_event_t *event, unsigned refs)
     alloc->refs  = refs;
 out:
     pthread_mutex_unlock(&ucm_cuda_track_lock);
+    free(fresh);
 }
 
 /* Forget the allocation at @a key; copies its event data out. */
 static int ucm_cuda_alloc_remove(uintptr_t key, ucm_event_t *event)
 {
-    ucm_cuda_alloc_t *alloc;
-    int found = 0;
+    ucm_cuda_alloc_t *alloc = NULL;
 
     pthread_mutex_lock(&ucm_cuda_track_lock);
     if (ucm_cuda_track_initialized) {
@@ -168,17 +172,32 @@ static int ucm_cuda_alloc_remove(uintptr_t key, ucm_event_t *event)
         if (alloc != NULL) {
             *event = alloc->event;
             ucs_hmap_remove(&ucm_cuda_allocs, &alloc->elem);
-            free(alloc);
-            found = 1;
         }
     }
     pthread_mutex_unlock(&ucm_cuda_track_lock);
-    return found;
+
+    free(alloc);
+    return alloc != NULL;
+}
+
+int ucm_cuda_track_is_live(const void *address, size_t size)
+{
+    ucm_cuda_alloc_t *alloc;
+    int live = 0;
+
+    pthread_mutex_lock(&ucm_cuda_track_lock);
+    if (ucm_cuda_track_initialized) {
+        alloc = ucm_cuda_alloc_find((uintptr_t)address);
+        live  = (alloc != NULL) && (alloc->event.mem_type.size == size);
+    }
+    pthread_mutex_unlock(&ucm_cuda_track_lock);
+    return live;
 }
 
 static void ucm_cuda_object_insert(ucs_hmap_t *table,
                                    const ucm_cuda_object_t *object)
 {
+    ucm_cuda_object_t *fresh = malloc(sizeof(*fresh));
     ucm_cuda_object_t *elem;
 
     pthread_mutex_lock(&ucm_cuda_track_lock);
@@ -188,12 +207,12 @@ static void ucm_cuda_object_insert(ucs_hmap_t *table,
 
     elem = ucm_cuda_object_find(table, object->key);
     if (elem == NULL) {
-        elem = malloc(sizeof(*elem));
-        if (elem == NULL) {
+        if (fresh == NULL) {
             goto out;
         }
-        *elem = *object;
-        ucs_hmap_insert(table, &elem->elem, ucs_hash_u64(object->key));
+        *fresh = *object;
+        ucs_hmap_insert(table, &fresh->elem, ucs_hash_u64(object->key));
+        fresh = NULL;
     } else {
         elem->mem_type     = object->mem_type;
         elem->device       = object->device;
@@ -202,21 +221,22 @@ static void ucm_cuda_object_insert(ucs_hmap_t *table,
     }
 out:
     pthread_mutex_unlock(&ucm_cuda_track_lock);
+    free(fresh);
 }
 
 static void ucm_cuda_object_remove(ucs_hmap_t *table, uintptr_t key)
 {
-    ucm_cuda_object_t *elem;
+    ucm_cuda_object_t *elem = NULL;
 
     pthread_mutex_lock(&ucm_cuda_track_lock);
     if (ucm_cuda_track_initialized) {
         elem = ucm_cuda_object_find(table, key);
         if (elem != NULL) {
             ucs_hmap_remove(table, &elem->elem);
-            free(elem);
         }
     }
     pthread_mutex_unlock(&ucm_cuda_track_lock);
+    free(elem);
 }
 
 static int ucm_cuda_object_get(ucs_hmap_t *table, uintptr_t key,
@@ -772,6 +792,8 @@ void ucm_cuda_track_report_existing(ucm_event_callback_t cb, void *arg)
     /* The handler runs as in a dispatch: its CUDA calls are not reported. */
     entered = ucm_cuda_hook_enter();
     for (i = 0; i < count; ++i) {
+        /* it may have been freed since it was copied (event.c) */
+        events[i].mem_type.flags |= UCM_MEM_TYPE_FLAG_REPLAYED;
         cb(UCM_EVENT_MEM_TYPE_ALLOC, &events[i], arg);
     }
     if (entered) {

@@ -143,6 +143,10 @@ void ucm_cuda_report_vmm_map(CUdeviceptr ptr, size_t size, size_t offset,
 /** Replay every live allocation as MEM_TYPE_ALLOC to @a cb. */
 void ucm_cuda_track_report_existing(ucm_event_callback_t cb, void *arg);
 
+/** Whether [address, +size) is a live allocation of the tables (the
+ *  provider's alloc_is_live, ucm_memtype_provider.h). Thread safe. */
+int ucm_cuda_track_is_live(const void *address, size_t size);
+
 /** Forget everything (the hooks were removed and can no longer keep the
  *  tables true). */
 void ucm_cuda_track_cleanup(void);

@@ -5,98 +5,197 @@
 /*
  * The handler list and event dispatch.
  *
- * Handlers live in a list sorted by priority, guarded by a reader-writer
- * lock: dispatch takes it for reading, so events from many threads are
- * delivered in parallel, and setting or unsetting a handler takes it for
- * writing, which waits for running handlers to return. That is what lets
+ * Events are reported from anywhere: from inside malloc() and free() (Open
+ * MPI reports heap trims through ucm_vm_munmap() from its sbrk hook while
+ * glibc holds the arena lock), from CUDA calls, from signal-unsafe and
+ * lock-holding contexts we cannot see. So a dispatch never waits, never
+ * allocates and never touches thread-local storage (a first access to the
+ * TLS of a dlopen()ed library allocates): the handlers are an immutable
+ * table published through one pointer, and readers only announce
+ * themselves in one of two counters.
+ *
+ * A change of handlers (rare: initialisation and teardown) builds a new
+ * table, publishes it, and then waits until no dispatch can still read the
+ * old one: it flips the epoch that new dispatches count themselves in and
+ * waits for the counter of the previous epoch to drain, twice, so that
+ * also a dispatch that read the epoch just before a flip is waited for.
+ * Only then is the old table freed; that is also what lets
  * ucm_unset_event_handler() promise that the handler no longer runs.
  *
- * A handler may report events itself (nested dispatch takes the read lock
- * again; glibc's default rwlock lets a reader in while a writer waits,
- * which avoids a self-deadlock). It may not change the handler list: the
- * write lock would wait for its own read lock. A per-thread depth counter
- * detects that and turns it into an error instead of a hang.
+ * Such a wait would never end in a thread that is itself inside a handler,
+ * so handlers may not change the handler list; a per-thread mark (no TLS,
+ * see util/thread_mark.h) turns that into an error instead of a hang.
+ * Handlers may report events themselves (nested dispatch just counts
+ * again).
  */
 
 #include <ucm/event/event_int.h>
+#include <ucm/util/thread_mark.h>
 
 #include <ucs/debug/log.h>
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
-typedef struct ucm_event_handler {
-    ucs_list_link_t      list;
-    int                  events;    /* event bits and flags */
+typedef struct {
+    int                  events;   /* event bits and flags */
     int                  priority;
     ucm_event_callback_t cb;
     void                 *arg;
 } ucm_event_handler_t;
 
-static pthread_rwlock_t ucm_event_lock = PTHREAD_RWLOCK_INITIALIZER;
-static UCS_LIST_HEAD(ucm_event_handlers);
+/* Sorted by priority; never changed once published. */
+typedef struct {
+    unsigned            count;
+    ucm_event_handler_t handlers[];
+} ucm_event_table_t;
 
-/* How many handlers the calling thread is running (nested dispatch). */
-static __thread unsigned ucm_event_depth;
+static _Atomic(ucm_event_table_t*) ucm_event_table;
+static atomic_uint                 ucm_event_epoch;
+static atomic_ulong                ucm_event_readers[2];
 
-/* Set while this thread replays existing allocations to a new handler with
- * the write lock held; a dispatch from that handler must not lock again. */
-static __thread int ucm_event_replaying;
+/* Serialises changes of the table; never taken by a dispatch. */
+static pthread_mutex_t ucm_event_writer_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void ucm_event_call_handlers(ucm_event_type_t event_type,
+
+static void ucm_event_call_handlers(const ucm_event_table_t *table,
+                                    ucm_event_type_t event_type,
                                     ucm_event_t *event)
 {
-    ucm_event_handler_t *handler;
+    const ucm_event_handler_t *handler;
+    int marked;
 
-    ucs_list_for_each(handler, &ucm_event_handlers, list) {
+    if (table == NULL) {
+        return;
+    }
+
+    marked = ucm_thread_mark_enter(UCM_THREAD_MARK_HANDLER) >= 0;
+    for (handler = table->handlers; handler < table->handlers + table->count;
+         ++handler) {
         if (handler->events & event_type) {
-            ++ucm_event_depth;
             handler->cb(event_type, event, handler->arg);
-            --ucm_event_depth;
         }
+    }
+    if (marked) {
+        ucm_thread_mark_leave(UCM_THREAD_MARK_HANDLER);
     }
 }
 
 void ucm_event_dispatch(ucm_event_type_t event_type, ucm_event_t *event)
 {
-    if (ucm_event_replaying) {
-        ucm_event_call_handlers(event_type, event);
-        return;
-    }
+    unsigned e;
 
-    pthread_rwlock_rdlock(&ucm_event_lock);
-    ucm_event_call_handlers(event_type, event);
-    pthread_rwlock_unlock(&ucm_event_lock);
+    /* Sequentially consistent: a writer that publishes a table, flips the
+     * epoch and then reads our counter as zero is ordered before our
+     * increment, and our load of the table then sees its new table. */
+    e = atomic_load_explicit(&ucm_event_epoch, memory_order_seq_cst) & 1;
+    atomic_fetch_add_explicit(&ucm_event_readers[e], 1, memory_order_seq_cst);
+    ucm_event_call_handlers(atomic_load_explicit(&ucm_event_table,
+                                                 memory_order_seq_cst),
+                            event_type, event);
+    atomic_fetch_sub_explicit(&ucm_event_readers[e], 1, memory_order_release);
 }
 
-/* Calls from inside a handler would wait for their own read lock. */
+/* Wait until no dispatch that started before the call can still read a
+ * table that was replaced before it. Writer lock held. */
+static void ucm_event_synchronize(void)
+{
+    unsigned round, prev;
+
+    for (round = 0; round < 2; ++round) {
+        prev = atomic_fetch_add_explicit(&ucm_event_epoch, 1,
+                                         memory_order_seq_cst) & 1;
+        while (atomic_load_explicit(&ucm_event_readers[prev],
+                                    memory_order_acquire) != 0) {
+            sched_yield();
+        }
+    }
+}
+
+/* Publish @a table and free the one it replaces. Writer lock held. */
+static void ucm_event_table_replace(ucm_event_table_t *table)
+{
+    ucm_event_table_t *old;
+
+    old = atomic_exchange_explicit(&ucm_event_table, table,
+                                   memory_order_seq_cst);
+    ucm_event_synchronize();
+    free(old);
+}
+
+static ucm_event_table_t *ucm_event_table_alloc(unsigned count)
+{
+    ucm_event_table_t *table;
+
+    table = malloc(sizeof(*table) + count * sizeof(table->handlers[0]));
+    if (table != NULL) {
+        table->count = 0;
+    }
+    return table;
+}
+
+/* Waiting for dispatches from inside a handler would wait for ourselves. */
 static int ucm_event_check_not_in_handler(const char *what)
 {
-    if ((ucm_event_depth == 0) && !ucm_event_replaying) {
+    if ((ucm_thread_mark_get(UCM_THREAD_MARK_HANDLER) == 0) &&
+        (ucm_thread_mark_get(UCM_THREAD_MARK_CUDA_HOOK) == 0)) {
         return 1;
     }
 
-    ucs_error("%s called from inside a memory event handler: handlers "
-              "must not change the handler list", what);
+    ucs_error("%s called from inside a memory event handler or hook: "
+              "handlers must not change the handler list", what);
     return 0;
 }
 
-/* Called with the write lock held: replays live allocations to the new
- * handler before any later event can reach it. */
-static void ucm_event_replay_existing(ucm_event_handler_t *handler)
+/* The replay runs as a dispatch would: the handler is marked, so that it
+ * cannot change the list, and its CUDA calls are not reported again. */
+static void ucm_event_replay_existing(const ucm_event_handler_t *handler)
 {
-    ucm_event_replaying = 1;
-    ++ucm_event_depth;
+    int marked = ucm_thread_mark_enter(UCM_THREAD_MARK_HANDLER) >= 0;
+
     ucm_event_report_existing(handler->cb, handler->arg);
-    --ucm_event_depth;
-    ucm_event_replaying = 0;
+    if (marked) {
+        ucm_thread_mark_leave(UCM_THREAD_MARK_HANDLER);
+    }
+}
+
+/* A copy of the current table with @a handler inserted after every handler
+ * of lower or equal priority. Writer lock held. */
+static ucm_event_table_t *ucm_event_table_with(const ucm_event_handler_t *handler)
+{
+    const ucm_event_table_t *cur = atomic_load_explicit(&ucm_event_table,
+                                                        memory_order_relaxed);
+    unsigned n = (cur == NULL) ? 0 : cur->count;
+    ucm_event_table_t *table;
+    unsigned i, pos;
+
+    table = ucm_event_table_alloc(n + 1);
+    if (table == NULL) {
+        return NULL;
+    }
+
+    for (pos = 0; (pos < n) && (cur->handlers[pos].priority <= handler->priority);
+         ++pos) {
+    }
+    for (i = 0; i < pos; ++i) {
+        table->handlers[i] = cur->handlers[i];
+    }
+    table->handlers[pos] = *handler;
+    for (i = pos; i < n; ++i) {
+        table->handlers[i + 1] = cur->handlers[i];
+    }
+    table->count = n + 1;
+    return table;
 }
 
 ucs_status_t ucm_set_event_handler(int events, int priority,
                                    ucm_event_callback_t cb, void *arg)
 {
-    ucm_event_handler_t *handler, *pos;
-    ucs_list_link_t *insert_pos;
+    ucm_event_handler_t handler;
+    ucm_event_table_t *table;
     ucs_status_t status;
     int install;
 
@@ -120,34 +219,30 @@ ucs_status_t ucm_set_event_handler(int events, int priority,
         }
     }
 
-    handler = calloc(1, sizeof(*handler));
-    if (handler == NULL) {
+    handler.events   = events;
+    handler.priority = priority;
+    handler.cb       = cb;
+    handler.arg      = arg;
+
+    pthread_mutex_lock(&ucm_event_writer_lock);
+    table = ucm_event_table_with(&handler);
+    if (table == NULL) {
+        pthread_mutex_unlock(&ucm_event_writer_lock);
         return UCS_ERR_NO_MEMORY;
     }
+    ucm_event_table_replace(table);
 
-    handler->events   = events;
-    handler->priority = priority;
-    handler->cb       = cb;
-    handler->arg      = arg;
-
-    pthread_rwlock_wrlock(&ucm_event_lock);
-
-    /* After every handler of lower or equal priority. */
-    insert_pos = &ucm_event_handlers;
-    ucs_list_for_each(pos, &ucm_event_handlers, list) {
-        if (pos->priority > priority) {
-            insert_pos = &pos->list;
-            break;
-        }
-    }
-    ucs_list_insert_before(insert_pos, &handler->list);
-
+    /* After publishing: an allocation reported meanwhile reaches the
+     * handler live, and so does its free. The replay may therefore
+     * announce an allocation whose free the handler has already seen;
+     * replays are marked (UCM_EVENT_FLAG_EXISTING_ALLOC in the event type)
+     * so that a handler can check that the allocation is still live
+     * (ucm_mem_type_alloc_is_live()) under its own lock. */
     if ((events & UCM_EVENT_FLAG_EXISTING_ALLOC) &&
         (events & UCM_EVENT_MEM_TYPE_ALLOC)) {
-        ucm_event_replay_existing(handler);
+        ucm_event_replay_existing(&handler);
     }
-
-    pthread_rwlock_unlock(&ucm_event_lock);
+    pthread_mutex_unlock(&ucm_event_writer_lock);
 
     ucs_debug("memory event handler %p(arg=%p) set for events 0x%x, "
               "priority %d", (void*)cb, arg, events, priority);
@@ -156,45 +251,68 @@ ucs_status_t ucm_set_event_handler(int events, int priority,
 
 void ucm_unset_event_handler(int events, ucm_event_callback_t cb, void *arg)
 {
-    ucm_event_handler_t *handler, *tmp;
-    UCS_LIST_HEAD(removed);
+    const ucm_event_table_t *cur;
+    ucm_event_handler_t *handler;
+    ucm_event_table_t *table;
+    unsigned i;
+    int changed = 0;
 
     if (!ucm_event_check_not_in_handler("ucm_unset_event_handler")) {
         return;
     }
 
-    pthread_rwlock_wrlock(&ucm_event_lock);
-    ucs_list_for_each_safe(handler, tmp, &ucm_event_handlers, list) {
-        if ((handler->cb != cb) || (handler->arg != arg)) {
-            continue;
-        }
-
-        handler->events &= ~(events & UCM_EVENT_TYPES_MASK);
-        if (!(handler->events & UCM_EVENT_TYPES_MASK)) {
-            ucs_list_del(&handler->list);
-            ucs_list_add_tail(&removed, &handler->list);
-        }
+    pthread_mutex_lock(&ucm_event_writer_lock);
+    cur = atomic_load_explicit(&ucm_event_table, memory_order_relaxed);
+    if (cur == NULL) {
+        goto out_unlock;
     }
-    pthread_rwlock_unlock(&ucm_event_lock);
 
-    /* Freed outside the lock: no dispatch can still see them. */
-    ucs_list_for_each_safe(handler, tmp, &removed, list) {
-        free(handler);
+    table = ucm_event_table_alloc(cur->count);
+    if (table == NULL) {
+        /* Cannot build a new table: keep the handler rather than free
+         * what a running dispatch may read. */
+        ucs_error("ucm_unset_event_handler: no memory, handler %p kept",
+                  (void*)cb);
+        goto out_unlock;
     }
+
+    for (i = 0; i < cur->count; ++i) {
+        handler  = &table->handlers[table->count];
+        *handler = cur->handlers[i];
+        if ((handler->cb == cb) && (handler->arg == arg)) {
+            handler->events &= ~(events & UCM_EVENT_TYPES_MASK);
+            changed          = 1;
+            if (!(handler->events & UCM_EVENT_TYPES_MASK)) {
+                continue;
+            }
+        }
+        ++table->count;
+    }
+
+    if (changed) {
+        ucm_event_table_replace(table);
+    } else {
+        free(table);
+    }
+
+out_unlock:
+    pthread_mutex_unlock(&ucm_event_writer_lock);
 }
 
 int ucm_event_installed_handler_events(void)
 {
-    ucm_event_handler_t *handler;
+    const ucm_event_table_t *table;
     int events = 0;
+    unsigned i;
 
-    pthread_rwlock_rdlock(&ucm_event_lock);
-    ucs_list_for_each(handler, &ucm_event_handlers, list) {
-        if (!(handler->events & UCM_EVENT_FLAG_NO_INSTALL)) {
-            events |= handler->events & UCM_EVENT_TYPES_MASK;
+    pthread_mutex_lock(&ucm_event_writer_lock);
+    table = atomic_load_explicit(&ucm_event_table, memory_order_relaxed);
+    for (i = 0; (table != NULL) && (i < table->count); ++i) {
+        if (!(table->handlers[i].events & UCM_EVENT_FLAG_NO_INSTALL)) {
+            events |= table->handlers[i].events & UCM_EVENT_TYPES_MASK;
         }
     }
-    pthread_rwlock_unlock(&ucm_event_lock);
+    pthread_mutex_unlock(&ucm_event_writer_lock);
 
     return events;
 }

@@ -61,8 +61,9 @@ typedef struct ucm_event_installer {
 
     /**
      * Call @a cb with a MEM_TYPE_ALLOC event for every live allocation the
-     * producer knows about. Called with the handler list locked, so the
-     * replay is ordered before any event reported after it. May be NULL.
+     * producer knows about, each flagged UCM_MEM_TYPE_FLAG_REPLAYED. Called
+     * after the handler was published, while other threads keep reporting:
+     * a replayed allocation may already have been freed. May be NULL.
      */
     void            (*report_existing)(ucm_event_callback_t cb, void *arg);
 

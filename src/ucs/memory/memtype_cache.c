@@ -58,8 +58,8 @@ static ucs_memtype_cache_t *ucs_memtype_cache_global_cache;
 static ucs_status_t ucs_memtype_cache_global_status;
 
 
-static const void *ucs_memtype_cache_other_map(ucs_memtype_cache_t *cache,
-                                               const void *map)
+const void *ucs_memtype_cache_other_map(ucs_memtype_cache_t *cache,
+                                        const void *map)
 {
     return (map == &cache->maps[0]) ? &cache->maps[1] : &cache->maps[0];
 }
@@ -105,9 +105,8 @@ void ucs_memtype_cache_record_put(ucs_memtype_cache_record_t *rec)
 
 /* Interval map release callback: a range lost a piece, or was split and
  * gained one (remaining == 2). */
-static void ucs_memtype_cache_release_cb(void *arg, uintptr_t start,
-                                         uintptr_t end, void *value,
-                                         unsigned remaining)
+void ucs_memtype_cache_release_cb(void *arg, uintptr_t start, uintptr_t end,
+                                  void *value, unsigned remaining)
 {
     ucs_memtype_cache_record_t *rec = value;
 
@@ -122,7 +121,7 @@ static void ucs_memtype_cache_release_cb(void *arg, uintptr_t start,
 
 /* Make the inactive map the active one; when this returns no search reads
  * the previously active map, which is returned. */
-static ucs_interval_map_t *ucs_memtype_cache_switch(ucs_memtype_cache_t *cache)
+ucs_interval_map_t *ucs_memtype_cache_switch(ucs_memtype_cache_t *cache)
 {
     ucs_interval_map_t *next = ucs_memtype_cache_inactive(cache);
     const void *old          = ucs_memtype_cache_other_map(cache, next);
@@ -230,6 +229,7 @@ ucs_status_t ucs_memtype_cache_create(const char *name,
     ucs_mpool_params_t mp_params;
     ucs_memtype_cache_t *cache;
     ucs_status_t status;
+    unsigned i;
     int enable;
 
     status = ucs_memtype_cache_read_config(&enable);
@@ -251,6 +251,12 @@ ucs_status_t ucs_memtype_cache_create(const char *name,
     atomic_init(&cache->active, &cache->maps[0]);
     atomic_init(&cache->resolver, NULL);
     atomic_init(&cache->enabled, enable);
+    atomic_init(&cache->deferred_count, 0);
+    atomic_init(&cache->deferred_overflow, 0);
+    atomic_init(&cache->deferred_hint, 0);
+    for (i = 0; i < UCS_MEMTYPE_CACHE_DEFERRED_MAX; ++i) {
+        atomic_init(&cache->deferred[i].state, 0);
+    }
 
     status = ucs_interval_map_init(&cache->maps[0], "memtype_left");
     if (status != UCS_OK) {
@@ -363,9 +369,11 @@ ucs_status_t ucs_memtype_cache_set_resolver(ucs_memtype_cache_t *cache,
  * Updates
  */
 
-ucs_status_t ucs_memtype_cache_update(ucs_memtype_cache_t *cache,
-                                      const void *address, size_t length,
-                                      const ucs_memtype_info_t *info)
+ucs_status_t ucs_memtype_cache_update_if(ucs_memtype_cache_t *cache,
+                                         const void *address, size_t length,
+                                         const ucs_memtype_info_t *info,
+                                         ucs_memtype_cache_check_func_t check,
+                                         void *check_arg)
 {
     uintptr_t start = (uintptr_t)address;
     uintptr_t end   = ucs_memtype_cache_end(start, length);
@@ -388,6 +396,18 @@ ucs_status_t ucs_memtype_cache_update(ucs_memtype_cache_t *cache,
     /* Checked under the lock, which disable() also holds, so that nothing
      * is stored after disable() emptied the cache. */
     if (!atomic_load_explicit(&cache->enabled, memory_order_relaxed)) {
+        status = UCS_OK;
+        goto out_unlock;
+    }
+
+    /* Removals parked before this update come first: one of them may be
+     * the free of an earlier allocation at the same address. */
+    ucs_memtype_cache_apply_deferred(cache);
+
+    if ((check != NULL) && !check(check_arg, address, length)) {
+        ucs_trace("memtype cache '%s': [0x%lx, 0x%lx) no longer valid, "
+                  "not stored", cache->name, (unsigned long)start,
+                  (unsigned long)end);
         status = UCS_OK;
         goto out_unlock;
     }
@@ -415,6 +435,14 @@ out_unlock:
     return status;
 }
 
+ucs_status_t ucs_memtype_cache_update(ucs_memtype_cache_t *cache,
+                                      const void *address, size_t length,
+                                      const ucs_memtype_info_t *info)
+{
+    return ucs_memtype_cache_update_if(cache, address, length, info, NULL,
+                                       NULL);
+}
+
 ucs_status_t ucs_memtype_cache_remove(ucs_memtype_cache_t *cache,
                                       const void *address, size_t length)
 {
@@ -430,6 +458,7 @@ ucs_status_t ucs_memtype_cache_remove(ucs_memtype_cache_t *cache,
               (unsigned long)start, (unsigned long)end);
 
     pthread_mutex_lock(&cache->lock);
+    ucs_memtype_cache_apply_deferred(cache);
     status = ucs_memtype_cache_modify(cache, start, end, NULL);
     pthread_mutex_unlock(&cache->lock);
     return status;
@@ -458,6 +487,7 @@ size_t ucs_memtype_cache_num_regions(ucs_memtype_cache_t *cache)
     size_t count;
 
     pthread_mutex_lock(&cache->lock);
+    ucs_memtype_cache_apply_deferred(cache);
     count = ucs_interval_map_count(&cache->maps[0]);
     pthread_mutex_unlock(&cache->lock);
     return count;
@@ -470,6 +500,7 @@ ucs_status_t ucs_memtype_cache_check(ucs_memtype_cache_t *cache)
     ucs_status_t status;
 
     pthread_mutex_lock(&cache->lock);
+    ucs_memtype_cache_apply_deferred(cache);
 
     status = ucs_interval_map_check(&cache->maps[0]);
     if (status == UCS_OK) {

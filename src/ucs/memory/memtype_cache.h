@@ -236,6 +236,49 @@ ucs_status_t ucs_memtype_cache_remove(ucs_memtype_cache_t *cache,
 
 
 /**
+ * Whether a change is still wanted, asked by ucs_memtype_cache_update_if()
+ * under the update lock (for example "is this allocation still live").
+ * Must not call into the cache.
+ */
+typedef int (*ucs_memtype_cache_check_func_t)(void *arg, const void *address,
+                                              size_t length);
+
+
+/**
+ * As ucs_memtype_cache_update(), but store the change only if @a check
+ * (when not NULL) returns non-zero, asked under the update lock. A removal
+ * for the same range that is ordered after the check (it takes the lock,
+ * or is parked by ucs_memtype_cache_remove_deferred()) is applied after
+ * the change; one ordered before it has been applied already. That is
+ * what makes a replay of allocations that races with their frees safe.
+ *
+ * @return as ucs_memtype_cache_update(); UCS_OK when @a check said no.
+ */
+ucs_status_t ucs_memtype_cache_update_if(ucs_memtype_cache_t *cache,
+                                         const void *address, size_t length,
+                                         const ucs_memtype_info_t *info,
+                                         ucs_memtype_cache_check_func_t check,
+                                         void *check_arg);
+
+
+/**
+ * Forget [@a address, @a address + @a length) as ucs_memtype_cache_remove()
+ * does, from any context: inside malloc() or free() with their locks
+ * held, in a signal handler, while another thread holds the update lock.
+ * Never waits, allocates or logs. The removal is parked and applied by the
+ * next update or by the next lookup that does not hit its remembered hits;
+ * the call invalidates every remembered hit, so no lookup that starts
+ * after it returns answers from the removed range. If too many removals
+ * are parked at once, the next holder of the lock empties the cache
+ * (correct, only slower).
+ *
+ * Thread safe and lock-free.
+ */
+void ucs_memtype_cache_remove_deferred(ucs_memtype_cache_t *cache,
+                                       const void *address, size_t length);
+
+
+/**
  * Describe [@a address, @a address + @a length). Length 0 asks about the
  * byte at @a address; a range past the top of the address space is cut
  * there.

@@ -45,6 +45,10 @@ BEGIN_C_DECLS
  */
 
 #define UCS_MEMTYPE_CACHE_RECORDS_PER_CHUNK 64
+
+/* Removals that can wait for the update lock (memtype_deferred.c): enough
+ * for the unmaps between two lookups of a busy MPI process. */
+#define UCS_MEMTYPE_CACHE_DEFERRED_MAX      256
 #define UCS_MEMTYPE_CACHE_NAME_MAX          32
 
 
@@ -63,6 +67,12 @@ typedef struct {
                                     update holds it; under the lock */
 } ucs_memtype_cache_record_t;
 
+/* A removal parked by ucs_memtype_cache_remove_deferred(). */
+typedef struct {
+    atomic_int state;      /* free, being written, ready */
+    uintptr_t  start, end;
+} ucs_memtype_cache_deferred_t;
+
 struct ucs_memtype_cache {
     /* What lookups read, on one cache line that only updates write. */
     uint64_t                                     id;
@@ -78,6 +88,14 @@ struct ucs_memtype_cache {
     ucs_mpool_t                  record_mp;
     ucs_memtype_cache_resolver_t *resolvers; /* newest first */
     char                         name[UCS_MEMTYPE_CACHE_NAME_MAX];
+
+    /* Removals from any context, applied under the lock. The count is
+     * read by lookups that miss; it includes overflows. */
+    atomic_uint                  deferred_count
+                                 __attribute__((aligned(UCS_CACHE_LINE_SIZE)));
+    atomic_uint                  deferred_overflow;
+    atomic_uint                  deferred_hint;
+    ucs_memtype_cache_deferred_t deferred[UCS_MEMTYPE_CACHE_DEFERRED_MAX];
 };
 
 
@@ -129,6 +147,37 @@ ucs_status_t ucs_memtype_cache_modify(ucs_memtype_cache_t *cache,
                                       uintptr_t start, uintptr_t end,
                                       ucs_memtype_cache_record_t *rec)
     UCS_MEMTYPE_HIDDEN;
+
+/** The map copy that is not @a map. */
+const void *ucs_memtype_cache_other_map(ucs_memtype_cache_t *cache,
+                                        const void *map)
+    UCS_MEMTYPE_HIDDEN;
+
+/** Make the inactive map active and wait for searches of the old one,
+ *  which is returned. Under the lock. */
+ucs_interval_map_t *ucs_memtype_cache_switch(ucs_memtype_cache_t *cache)
+    UCS_MEMTYPE_HIDDEN;
+
+/** Interval-map release callback of the records. */
+void ucs_memtype_cache_release_cb(void *arg, uintptr_t start, uintptr_t end,
+                                  void *value, unsigned remaining)
+    UCS_MEMTYPE_HIDDEN;
+
+/**
+ * Apply the removals parked by ucs_memtype_cache_remove_deferred() (or
+ * empty the cache if some did not fit). Under the lock; cheap when there
+ * are none.
+ */
+void ucs_memtype_cache_apply_deferred(ucs_memtype_cache_t *cache)
+    UCS_MEMTYPE_HIDDEN;
+
+/** Whether removals are parked: a lookup that misses applies them first. */
+static UCS_F_ALWAYS_INLINE int
+ucs_memtype_cache_has_deferred(ucs_memtype_cache_t *cache)
+{
+    return atomic_load_explicit(&cache->deferred_count, memory_order_seq_cst) !=
+           0;
+}
 
 END_C_DECLS
 

@@ -246,6 +246,8 @@ static ucs_status_t ucs_memtype_cache_fill_gap(ucs_memtype_cache_t *cache,
         goto out_unlock;
     }
 
+    ucs_memtype_cache_apply_deferred(cache);
+
     map = atomic_load_explicit(&cache->active, memory_order_relaxed);
     if (ucs_interval_map_lookup(map, address) != NULL) {
         status = UCS_OK;
@@ -354,6 +356,14 @@ ucs_memtype_cache_lookup_slow(ucs_memtype_cache_t *cache,
 
     if (self == NULL) {
         self = ucs_memtype_cache_thread_attach(); /* may stay NULL */
+    }
+
+    /* A removal parked by an event (memtype_deferred.c) moved the
+     * generation, which is why we are here: apply it before searching. */
+    if (ucs_unlikely(ucs_memtype_cache_has_deferred(cache))) {
+        pthread_mutex_lock(&cache->lock);
+        ucs_memtype_cache_apply_deferred(cache);
+        pthread_mutex_unlock(&cache->lock);
     }
 
     for (round = 0;; ++round) {

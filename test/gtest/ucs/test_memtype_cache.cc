@@ -224,6 +224,84 @@ TEST_F(memtype_cache, remove_of_middle_part_leaves_both_ends)
     EXPECT_EQ(2u, ucs_memtype_cache_num_regions(m_cache));
 }
 
+/* ---- removals from events that may not lock (deferred) ------------------ */
+
+TEST_F(memtype_cache, deferred_removal_is_seen_by_the_next_lookup)
+{
+    ucs_memtype_info_t dev = cuda(1), info;
+
+    ASSERT_EQ(UCS_OK, update(BASE, 3 * MB, dev));
+    ASSERT_EQ(UCS_OK, lookup(BASE + MB, 100, &info));
+    ASSERT_EQ(UCS_OK, lookup(BASE + MB, 100, &info)); /* a remembered hit */
+
+    ucs_memtype_cache_remove_deferred(m_cache, (void*)(BASE + MB), MB);
+
+    /* no update ran in between: the lookup itself must apply it */
+    EXPECT_TRUE(is_miss(BASE + MB, 100));
+    EXPECT_TRUE(region_is(BASE, BASE, BASE + MB, dev));
+    EXPECT_TRUE(region_is(BASE + 2 * MB, BASE + 2 * MB, BASE + 3 * MB, dev));
+    EXPECT_EQ(2u, ucs_memtype_cache_num_regions(m_cache));
+    EXPECT_EQ(UCS_OK, ucs_memtype_cache_check(m_cache));
+}
+
+TEST_F(memtype_cache, deferred_removal_comes_before_a_later_update)
+{
+    ASSERT_EQ(UCS_OK, update(BASE, MB, cuda(0)));
+    ucs_memtype_cache_remove_deferred(m_cache, (void*)BASE, MB);
+    /* the address is recycled: the parked free must not erase the new one */
+    ASSERT_EQ(UCS_OK, update(BASE, MB, cuda(2)));
+    EXPECT_TRUE(region_is(BASE, BASE, BASE + MB, cuda(2)));
+}
+
+TEST_F(memtype_cache, deferred_removals_beyond_the_slots_empty_the_cache)
+{
+    unsigned i;
+
+    ASSERT_EQ(UCS_OK, update(BASE, MB, cuda(0)));
+    ASSERT_EQ(UCS_OK, update(BASE + 4 * MB, MB, cuda(1)));
+    for (i = 0; i < 1000; ++i) { /* far more than fit */
+        ucs_memtype_cache_remove_deferred(m_cache,
+                                          (void*)(BASE + 8 * MB + i * 4096),
+                                          4096);
+    }
+
+    /* correct, only slower: nothing stale can remain */
+    EXPECT_TRUE(is_miss(BASE));
+    EXPECT_TRUE(is_miss(BASE + 4 * MB));
+    EXPECT_EQ(0u, ucs_memtype_cache_num_regions(m_cache));
+    EXPECT_EQ(UCS_OK, ucs_memtype_cache_check(m_cache));
+
+    /* and the slots are usable again */
+    ASSERT_EQ(UCS_OK, update(BASE, 2 * MB, cuda(0)));
+    ucs_memtype_cache_remove_deferred(m_cache, (void*)BASE, MB);
+    EXPECT_TRUE(is_miss(BASE));
+    EXPECT_TRUE(region_is(BASE + MB, BASE + MB, BASE + 2 * MB, cuda(0)));
+}
+
+namespace {
+
+int check_says(void *arg, const void *address, size_t length)
+{
+    return *static_cast<int*>(arg);
+}
+
+} // namespace
+
+TEST_F(memtype_cache, checked_update_stores_only_what_the_check_allows)
+{
+    int allow = 0;
+    ucs_memtype_info_t dev = cuda(1);
+
+    EXPECT_EQ(UCS_OK, ucs_memtype_cache_update_if(m_cache, (void*)BASE, MB,
+                                                  &dev, check_says, &allow));
+    EXPECT_TRUE(is_miss(BASE));
+
+    allow = 1;
+    EXPECT_EQ(UCS_OK, ucs_memtype_cache_update_if(m_cache, (void*)BASE, MB,
+                                                  &dev, check_says, &allow));
+    EXPECT_TRUE(region_is(BASE, BASE, BASE + MB, dev));
+}
+
 TEST_F(memtype_cache, remove_of_uncached_range_changes_nothing)
 {
     ASSERT_EQ(UCS_OK, update(BASE, MB, cuda()));

@@ -414,3 +414,60 @@ TEST_F(memtype_cache_mt, resolver_write_backs_racing_events_stay_consistent)
         }
     }
 }
+
+
+/*
+ * Threads that own one slot each keep storing a region, parking its removal
+ * as an unmap event from inside free() would (remove_deferred), and looking
+ * it up, while other threads update and look up their own slots. After its
+ * removal returned, a thread must never find its region again (a removal
+ * parked by any thread is applied before any lookup answers from it), and
+ * the maps must stay valid and identical.
+ */
+TEST_F(memtype_cache_mt, deferred_removals_racing_updates_and_lookups)
+{
+    std::vector<std::thread> threads;
+
+    run_threads(threads, 6, [this](unsigned id) {
+        const unsigned slot = id;
+        ucs_memtype_info_t info;
+        uint32_t version    = 0;
+        ucs_status_t status;
+
+        while (!m_stop) {
+            ucs_memtype_info_t mine = stress_info(slot, ++version, 0);
+            if (ucs_memtype_cache_update(m_cache, (void*)slot_start(slot),
+                                         SLOT, &mine) != UCS_OK) {
+                m_problems.add("update failed");
+                continue;
+            }
+            status = ucs_memtype_cache_lookup(m_cache,
+                                              (void*)probe_address(slot, 1), 8,
+                                              &info);
+            if ((status != UCS_OK) || !same_description(mine, info)) {
+                m_problems.add(describe(probe_address(slot, 1), 8, status,
+                                        info, "own region not found"));
+            }
+
+            /* odd threads remove from the middle, even ones everything */
+            if (id & 1) {
+                ucs_memtype_cache_remove_deferred(
+                        m_cache, (void*)(slot_start(slot) + SLOT / 4), SLOT / 2);
+            } else {
+                ucs_memtype_cache_remove_deferred(m_cache,
+                                                  (void*)slot_start(slot), SLOT);
+            }
+            status = ucs_memtype_cache_lookup(m_cache,
+                                              (void*)probe_address(slot, 4), 8,
+                                              &info);
+            if (status != UCS_ERR_NO_ELEM) {
+                m_problems.add(describe(probe_address(slot, 4), 8, status,
+                                        info, "found after its removal"));
+            }
+        }
+    });
+    stop_after(std::chrono::milliseconds(1500), threads);
+
+    EXPECT_EQ(0u, m_problems.count()) << m_problems.text();
+    EXPECT_EQ(UCS_OK, ucs_memtype_cache_check(m_cache));
+}
