@@ -206,12 +206,16 @@ static void perf_session_init_progress(const perf_options_t *opts, const perf_ru
                                        perf_progress_t *progress)
 {
     memset(progress, 0, sizeof(*progress));
-    progress->is_tty   = isatty(STDERR_FILENO);
-    progress->enabled  = (opts->format == PERF_FORMAT_TABLE) && !opts->final_only &&
-                         (progress->is_tty || opts->progress);
-    progress->total    = run->params->iters;
-    progress->msg_size = run->params->msg_size;
-    progress->pingpong = (run->test->pattern == PERF_PATTERN_PINGPONG);
+    progress->is_tty     = isatty(STDERR_FILENO);
+    progress->enabled    = (opts->format == PERF_FORMAT_TABLE) && !opts->final_only &&
+                           (progress->is_tty || opts->progress);
+    /* The table is followed by upstream's rows, which need the intervals
+     * (with -f too: its Final numbers' "average" is the last interval). */
+    progress->record     = (opts->format == PERF_FORMAT_TABLE);
+    progress->total      = run->params->iters;
+    progress->msg_size   = run->params->msg_size;
+    progress->pingpong   = (run->test->pattern == PERF_PATTERN_PINGPONG);
+    progress->percentile = run->params->percentile;
     snprintf(progress->label, sizeof(progress->label), "%s %zu B", run->test->name,
              run->params->msg_size);
 }
@@ -334,11 +338,13 @@ static int perf_session_client(const perf_options_t *opts, perf_oob_t *oob)
         perf_session_select_device(&run, PERF_SIDE_SEND);
         status = perf_driver_get(run.test->api)->run(&run);
         if (status != UCS_OK) {
+            perf_progress_cleanup(&progress);
             snprintf(error, sizeof(error), "%s", run.error);
             break;
         }
         perf_session_raw_reference(&run);
         perf_output_result(&out, &run);
+        perf_progress_cleanup(&progress);
     }
 
     if ((oob != NULL) && (oob->fd >= 0)) {

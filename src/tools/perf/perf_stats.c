@@ -27,7 +27,8 @@ ucs_status_t perf_stats_init(perf_stats_t *st, uint64_t iters, perf_progress_t *
     if (st->samples == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    st->progress    = ((progress != NULL) && progress->enabled) ? progress : NULL;
+    st->progress    = ((progress != NULL) && (progress->enabled || progress->record)) ?
+                          progress : NULL;
     st->next_report = UINT64_MAX;
     return UCS_OK;
 }
@@ -38,7 +39,15 @@ void perf_stats_cleanup(perf_stats_t *st)
     st->samples = NULL;
 }
 
-void perf_stats_report_progress(perf_stats_t *st, uint64_t now)
+void perf_progress_cleanup(perf_progress_t *progress)
+{
+    free(progress->intervals);
+    progress->intervals     = NULL;
+    progress->num_intervals = 0;
+    progress->max_intervals = 0;
+}
+
+static void perf_stats_print_progress(perf_stats_t *st, uint64_t now)
 {
     perf_progress_t *p = st->progress;
     double elapsed     = perf_time_to_sec(now - p->start);
@@ -51,7 +60,60 @@ void perf_stats_report_progress(perf_stats_t *st, uint64_t now)
                   (unsigned long long)st->n, (unsigned long long)p->total, lat_us, mbs,
                   p->is_tty ? "  " : "\n");
     fflush(stderr);
-    p->printed      = (len > 0) ? len : 1;
+    p->printed = (len > 0) ? len : 1;
+}
+
+/*
+ * Keep the interval that ended at @a now. Without memory for it the rows
+ * of this and later intervals are missing; the run and its result are not
+ * affected. A report at the last iteration records nothing: what remains
+ * of the run is the Final row's interval.
+ */
+static void perf_stats_record_interval(perf_stats_t *st, uint64_t now)
+{
+    perf_progress_t *p = st->progress;
+    size_t first       = st->interval_first;
+    perf_interval_t *grown, *iv;
+    unsigned max;
+
+    if (st->n >= p->total) {
+        return;
+    }
+    if (p->num_intervals == p->max_intervals) {
+        max   = (p->max_intervals > 0) ? 2 * p->max_intervals : 16;
+        grown = realloc(p->intervals, max * sizeof(*grown));
+        if (grown == NULL) {
+            return;
+        }
+        p->intervals     = grown;
+        p->max_intervals = max;
+    }
+    if (st->count - first > PERF_STATS_INTERVAL_SAMPLES) {
+        first = st->count - PERF_STATS_INTERVAL_SAMPLES;
+    }
+    /* Selecting in place only reorders this interval's samples; the
+     * percentile of the whole run, taken at the end, is the same. */
+    iv          = &p->intervals[p->num_intervals++];
+    iv->iters   = st->n;
+    iv->elapsed = perf_time_to_sec(now - st->start);
+    iv->typical = perf_time_to_sec(perf_stats_percentile(st->samples + first,
+                                                         st->count - first,
+                                                         p->percentile));
+    st->interval_first = st->count;
+}
+
+void perf_stats_report_progress(perf_stats_t *st, uint64_t now)
+{
+    if (st->progress->record) {
+        perf_stats_record_interval(st, now);
+    }
+    if (st->progress->enabled) {
+        perf_stats_print_progress(st, now);
+    }
+    /* The report's own time (a selection, a print) is not the transport's:
+     * the next sample starts after it, so that neither the maximum nor the
+     * percentile shows it. The run's total time still holds it. */
+    st->prev        = perf_time_now();
     st->next_report = now + perf_time_from_sec(1.0);
 }
 
