@@ -62,9 +62,14 @@ grep '^#   GPU' <<<"$gpus"
 # its fragment pool (16 fragments) and the peer import them before the
 # clock runs, as a long-running application's would have.
 pairs="cuda cuda-async cuda-pool cuda-pool-noipc cuda-vmm cuda-vmm-noipc cuda-vmm-chunked cuda-async,cuda"
+# -f prints our rows without the table's header, then upstream's box and
+# rows for its scripts: only ours go into this table.
 gpu_row() {
-    "$perf" -L $cpus -t tag_bw -m "$1" -a "$2" --sizes 8,64K,4M,64M -n 200 -w 50 -f \
-        2>"$dir/bench-gpu.err" || echo "| $1 (GPU $2): failed: $(tail -1 "$dir/bench-gpu.err")"
+    local out rc=0
+    out=$("$perf" -L $cpus -t tag_bw -m "$1" -a "$2" --sizes 8,64K,4M,64M -n 200 -w 50 -f \
+              2>"$dir/bench-gpu.err") || rc=$?
+    grep -E '^\| +[0-9]+ \|' <<<"$out" || true
+    [ $rc -eq 0 ] || echo "| $1 (GPU $2): failed: $(tail -1 "$dir/bench-gpu.err")"
 }
 for devs in 0,0 $([ "$ngpu" -ge 2 ] && echo 0,1); do
     echo

@@ -7,7 +7,9 @@
 # self; --csv has the right
 # number of columns; --json parses; a client/server pair over loopback TCP
 # works, and a refused connection, a mismatched test and a missing client
-# fail with a message that names the cause.
+# fail with a message that names the cause; after the table come upstream
+# ucx_perftest's rows ("[thread 0]" per second, "Final:"; -f: one
+# unlabelled row) whose numbers are the table's.
 #
 # Run by contrib/run-tests.sh with SRC_DIR and BUILD_DIR set; exit 0 pass,
 # 77 skip, anything else fail. Takes a few seconds.
@@ -179,6 +181,124 @@ if "$perf" -L -t am_lat -x self "${quick[@]}" >"$tmp/out" 2>"$tmp/err" &&
     pass "table output"
 else
     fail "table output"; cat "$tmp/out" "$tmp/err"
+fi
+
+# Upstream's rows after the table, for scripts written for upstream's tool.
+# check_upstream WHAT FILE ROWS [-f]: FILE has ROWS table rows and then, after
+# the table, as many final rows with upstream's 8 numeric columns ("Final:"
+# first; with -f no label and no "[thread 0]" rows). Each final row's
+# whole-run columns are its table row's numbers: iterations, typical,
+# overall latency = average, overall MB/s, overall msg/s. A final row with
+# no interval row before it has average = overall; after interval rows its
+# average is that of the time since the last one, so that
+#     overall * iters = last interval's overall * its iters + average * rest;
+# the same holds for each interval row and the one before it.
+check_upstream() {
+    local what=$1 file=$2 rows=$3 final_only=${4:-}
+    local msg
+    msg=$(awk -v rows="$rows" -v f="$final_only" '
+        function num(x) { return x ~ /^[0-9]+(\.[0-9]+)?$/ }
+        function bad(m) { print m; failed = 1; exit 1 }
+        # The average that the whole run and the last interval imply, against
+        # the row'"'"'s: within what rounding to 0.001 us can make of it.
+        function last_avg_ok(a, n, o, pn, po,  r, want, tol) {
+            r = n - pn; want = (o * n - po * pn) / r; tol = 0.0006 * (n + pn) / r + 0.001
+            return (a - want <= tol) && (want - a <= tol)
+        }
+        /^\| +[0-9]+ \|/ {
+            split($0, c, "|"); split(c[5], l, " "); split(c[6], b, " ")
+            ++t; it[t] = c[4] + 0; typ[t] = l[1] + 0; avg[t] = l[2] + 0
+            mbs[t] = b[1] + 0; rate[t] = c[7] + 0; table_end = NR; next
+        }
+        index($0, "+------------+--------+") == 1 { table_end = NR }
+        /^\[thread 0\]/ {
+            if (f != "") bad("an interval row with -f: " $0)
+            if (NF != 10) bad("interval row without 8 numbers: " $0)
+            for (i = 3; i <= 10; ++i) if (!num($i)) bad("not a number in: " $0)
+            if ($3 + 0 <= prev_it) bad("interval iterations do not grow: " $0)
+            if (!last_avg_ok($5, $3, $6, prev_it, prev_overall))
+                bad("interval average is not that of its second: " $0)
+            prev_it = $3 + 0; prev_overall = $6 + 0; ++intervals; next
+        }
+        (f == "" && /^Final:/) || (f != "" && NF == 8 && $1 ~ /^[0-9]+$/) {
+            if (f == "" && NF != 9) bad("Final row without 8 numbers: " $0)
+            if (f != "") $0 = "Final: " $0
+            for (i = 2; i <= 9; ++i) if (!num($i)) bad("not a number in: " $0)
+            if (NR < table_end) bad("final row before the end of the table")
+            ++final; k = final
+            if (k > t) bad("more final rows than table rows")
+            if ($2 != it[k] || $3 != typ[k] || $5 != avg[k] || $7 != mbs[k] ||
+                $9 != rate[k])
+                bad(sprintf("row %d: Final [%s] differs from the table " \
+                            "(%d %.3f %.3f %.2f %.0f)", k, $0, it[k], typ[k], avg[k],
+                            mbs[k], rate[k]))
+            if (intervals == 0 && ($4 != $5 || $6 != $7 || $8 != $9))
+                bad("no interval, yet average != overall: " $0)
+            if (intervals > 0 && $2 + 0 <= prev_it) bad("Final iterations <= an interval row")
+            if (intervals > 0 && !last_avg_ok($4, $2, $5, prev_it, prev_overall))
+                bad("Final average is not the last interval: " $0)
+            summary = summary sprintf(" %d:%d", k, intervals)
+            intervals = 0; prev_it = 0; next
+        }
+        END {
+            if (failed) exit 1
+            if (t != rows || final != rows) {
+                printf "%d table rows, %d final rows, expected %d\n", t, final, rows
+                exit 1
+            }
+            print "final rows match the table (row:intervals" summary ")"
+        }' "$file")
+    if [ $? -eq 0 ]; then
+        pass "$what: $msg"
+    else
+        fail "$what: $msg"; cat "$file"
+    fi
+}
+
+if "$perf" -L -t am_lat -x self "${quick[@]}" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q '^| *Stage *| # iterations | 50.0%ile | average | overall |' "$tmp/out" &&
+   grep -q '|        latency (usec)        |' "$tmp/out"; then
+    check_upstream "upstream's Final row, am_lat" "$tmp/out" 1
+else
+    fail "upstream's box of titles (latency)"; cat "$tmp/out" "$tmp/err"
+fi
+if "$perf" -L -t am_bw -x self --sizes 8,1K,64 -R 90 "${quick[@]}" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q '^| *Stage *| # iterations | 90.0%ile |' "$tmp/out" &&
+   grep -q '|       overhead (usec)        |' "$tmp/out"; then
+    check_upstream "upstream's Final rows, am_bw sweep, -R 90" "$tmp/out" 3
+else
+    fail "upstream's box of titles (overhead, -R 90)"; cat "$tmp/out" "$tmp/err"
+fi
+if "$perf" -L -t am_lat -x self -f "${quick[@]}" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q '^| *Test *| # iterations |' "$tmp/out" && ! grep -q 'Final:' "$tmp/out"; then
+    check_upstream "upstream's -f row (no label), am_lat" "$tmp/out" 1 -f
+else
+    fail "upstream's -f output"; cat "$tmp/out" "$tmp/err"
+fi
+# A run of about three seconds has a "[thread 0]" row per second (the
+# iterations for it come from a short run's latency).
+lat=$("$perf" -L -t am_lat -x self "${quick[@]}" 2>/dev/null | awk '/^Final:/ { print $5 }')
+iters=$(awk -v l="${lat:-0}" 'BEGIN { n = (l > 0) ? int(3e6 / (2 * l)) : 0
+    print (n < 100000) ? 100000 : (n > 100000000) ? 100000000 : n }')
+if "$perf" -L -t am_lat -x self -n "$iters" -w 100 >"$tmp/out" 2>"$tmp/err"; then
+    # At most one report per whole second of the run (the run's length
+    # from the rounded latency: 2% of slack); none only for a short run.
+    n=$(grep -c '^\[thread 0\]' "$tmp/out")
+    secs=$(awk '/^Final:/ { printf "%.2f", $2 * 2 * $5 / 1e6 }' "$tmp/out")
+    verdict=$(awk -v n="$n" -v s="${secs:-0}" 'BEGIN { v = "bad"
+        if (n >= 1 && n <= s * 1.02 + 0.05) v = "ok"; else if (n == 0 && s < 1.5) v = "short"
+        print v }')
+    if [ -z "$secs" ]; then
+        fail "upstream's interval rows: no Final row"; cat "$tmp/out"
+    elif [ "$verdict" = ok ]; then
+        check_upstream "upstream's interval rows ($n in ${secs}s)" "$tmp/out" 1
+    elif [ "$verdict" = short ]; then
+        skip "upstream's interval rows: $iters iterations took only ${secs}s"
+    else
+        fail "upstream's interval rows: $n rows in a run of ${secs}s"; cat "$tmp/out"
+    fi
+else
+    fail "upstream's interval rows: run of $iters iterations"; cat "$tmp/err"
 fi
 
 # --json parses, and has one result per size.

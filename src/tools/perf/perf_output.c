@@ -5,8 +5,10 @@
 #include "perf_output.h"
 #include "perf_tests.h"
 #include "perf_memory.h"
+#include "perf_upstream.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef PACKAGE_VERSION
@@ -63,9 +65,12 @@ static const char *perf_output_api_name(const perf_run_t *run)
 
 void perf_output_begin(perf_output_t *out, const perf_options_t *opts, FILE *stream)
 {
-    out->opts   = opts;
-    out->stream = stream;
-    out->rows   = 0;
+    out->opts          = opts;
+    out->stream        = stream;
+    out->rows          = 0;
+    out->upstream      = NULL;
+    out->upstream_text = NULL;
+    out->upstream_len  = 0;
 
     switch (opts->format) {
     case PERF_FORMAT_CSV:
@@ -81,6 +86,10 @@ void perf_output_begin(perf_output_t *out, const perf_options_t *opts, FILE *str
                         "  \"results\": [");
         break;
     case PERF_FORMAT_TABLE:
+        out->upstream = open_memstream(&out->upstream_text, &out->upstream_len);
+        if (out->upstream == NULL) {
+            perf_print_error("no memory for upstream's rows: the table comes alone");
+        }
         break;
     }
     fflush(stream);
@@ -238,6 +247,35 @@ static void perf_output_json_row(perf_output_t *out, const perf_run_t *run)
     fprintf(s, "}");
 }
 
+static void perf_output_upstream_rows(perf_output_t *out, const perf_run_t *run)
+{
+    if (out->upstream == NULL) {
+        return;
+    }
+    if (out->rows == 0) {
+        perf_upstream_header(out->upstream, run->test->pattern == PERF_PATTERN_PINGPONG,
+                             run->params->percentile, out->opts->final_only);
+    }
+    perf_upstream_rows(out->upstream, run, out->opts->final_only);
+}
+
+/* Upstream's rows after the table. A memory stream holds its text only
+ * once it is closed (or flushed); a write that failed leaves it short. */
+static void perf_output_upstream_flush(perf_output_t *out)
+{
+    if (out->upstream == NULL) {
+        return;
+    }
+    fclose(out->upstream);
+    out->upstream = NULL;
+    if (out->upstream_text != NULL) {
+        fwrite(out->upstream_text, 1, out->upstream_len, out->stream);
+    }
+    free(out->upstream_text);
+    out->upstream_text = NULL;
+    out->upstream_len  = 0;
+}
+
 void perf_output_result(perf_output_t *out, const perf_run_t *run)
 {
     switch (out->opts->format) {
@@ -246,6 +284,7 @@ void perf_output_result(perf_output_t *out, const perf_run_t *run)
             perf_output_table_header(out, run);
         }
         perf_output_table_row(out, run);
+        perf_output_upstream_rows(out, run);
         break;
     case PERF_FORMAT_CSV:
         perf_output_csv_row(out, run);
@@ -265,6 +304,7 @@ void perf_output_end(perf_output_t *out, const char *error)
         if ((out->rows > 0) && !out->opts->final_only) {
             fprintf(out->stream, "%s\n", perf_table_rule);
         }
+        perf_output_upstream_flush(out);
         break;
     case PERF_FORMAT_CSV:
         break;
