@@ -4,7 +4,8 @@
 # also builds the libFuzzer targets), runs every suite in both, then the
 # hardening steps of contrib/hardening (each fuzz target for a bounded time,
 # valgrind memcheck of a subset on the debug tree, a ThreadSanitizer tree
-# for the multi-threaded tests), and ends with one line
+# for the multi-threaded tests), then the in-tree optimised build with
+# make install and make check (contrib/intree-check.sh), and ends with one line
 # "N passed, M failed, K skipped" over all of them.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -91,6 +92,8 @@ hardening_step fuzz "$src/contrib/hardening/fuzz.sh" "$src/build-sanitizers" \
     "${FUZZ_SECONDS:-50}"
 hardening_step valgrind "$src/contrib/hardening/valgrind.sh" "$src/build-debug"
 hardening_step tsan "$src/contrib/hardening/tsan.sh" "$src/build-tsan"
+# The newcomer's way: in-tree, optimised, make install, make check.
+hardening_step intree "$src/contrib/intree-check.sh" "$src/build-intree"
 
 echo "$total_p passed, $total_f failed, $total_s skipped"
 [ $total_f -eq 0 ]
