@@ -57,6 +57,9 @@ typedef struct sim_config {
     int      num_devices;    /**< CUDASIM_DEVICES, default 2 */
     int      async;          /**< CUDASIM_ASYNC: stream work on worker threads */
     unsigned async_delay_us; /**< CUDASIM_ASYNC_DELAY_US, delay per operation */
+    int      late_landing;   /**< CUDASIM_LATE_LANDING: synchronous calls the
+                                  driver may return from early are held until
+                                  their stream is synchronised with */
     int      fabric;         /**< CUDASIM_FABRIC: fabric handles permitted */
     int      cpu_access;     /**< CUDASIM_CPU_ACCESS: device memory CPU-visible */
     int      memops;         /**< CUDASIM_MEMOPS: stream memory operations work */
@@ -204,6 +207,9 @@ typedef struct sim_op {
     uint64_t           wait_seq;
     struct CUevent_st  *event;
     sim_range_t        *range;     /**< POOL_FREE */
+    int                late;       /**< a "synchronous" call that may return
+                                        before it lands (CUDASIM_LATE_LANDING):
+                                        held until its stream is waited for */
 } sim_op_t;
 
 typedef enum sim_stream_kind {
@@ -221,6 +227,8 @@ struct CUstream_st {
     unsigned long long  id;
     sim_op_t            *head;
     sim_op_t            *tail;
+    sim_op_t            *held_head;  /**< late operations not yet released */
+    sim_op_t            *held_tail;
     uint64_t            submitted;   /**< seq of the last queued operation */
     uint64_t            completed;   /**< seq of the last finished operation */
     pthread_t           worker;
@@ -351,6 +359,10 @@ sim_range_t *sim_range_find(uintptr_t addr);
  *  settings say (VMM: cuMemSetAccess; pool memory: cuMemPoolSetAccess;
  *  other kinds: always). */
 int sim_range_device_access(const sim_range_t *range, int device);
+/** Whether synchronous operations on @a range complete before they return
+ *  because of its SYNC_MEMOPS attribute (set, and a kind where the driver
+ *  honours it). */
+int sim_range_sync_memops(const sim_range_t *range);
 /** Whether any range overlaps [base, base+size). */
 int sim_range_overlaps(uintptr_t base, size_t size);
 /** Whether @a addr lies in memory the model manages but no range covers. */
@@ -407,11 +419,19 @@ int sim_ipc_import_contains(uintptr_t addr);
 CUresult sim_stream_resolve(CUstream h, int ptsz, CUstream *stream_p);
 /**
  * Queue @a op on @a stream (lock held). Without CUDASIM_ASYNC it runs
- * before this returns; the lock may be dropped meanwhile.
+ * before this returns; the lock may be dropped meanwhile. An operation
+ * marked late is held instead, until something synchronises with its
+ * stream (see sim_stream.c).
  */
 void sim_stream_submit_locked(CUstream stream, sim_op_t *op);
 /** Wait until @a stream finished everything queued so far (lock held). */
 void sim_stream_wait_locked(CUstream stream);
+/**
+ * Land every held late operation that writes into @a range, with whatever
+ * was queued before it on its stream (lock held): what setting SYNC_MEMOPS
+ * on a pointer does to synchronous operations still pending on it.
+ */
+void sim_stream_land_range_locked(const sim_range_t *range);
 /** Wait for every stream of the process (lock held). */
 void sim_drain_all_locked(void);
 sim_op_t *sim_op_new(sim_op_type_t type);

@@ -276,11 +276,17 @@ CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute,
         (attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)) {
         status = CUDA_ERROR_INVALID_VALUE;
     } else if (range->kind == SIM_MEM_VMM) {
-        /* GPU-FACTS.md: NOT_SUPPORTED on VMM memory (pool memory: SUCCESS). */
+        /* GPU-FACTS.md: NOT_SUPPORTED on VMM memory (pool memory: SUCCESS,
+         * but without effect on copies: sim_range_sync_memops()). */
         status = CUDA_ERROR_NOT_SUPPORTED;
     } else {
         memcpy(&flag, value, sizeof(flag));
         range->sync_memops = (flag != 0);
+        if ((flag != 0) && sim_range_sync_memops(range)) {
+            /* Documented: synchronous operations still pending on the
+             * region complete before this returns. */
+            sim_stream_land_range_locked(range);
+        }
     }
     sim_leave();
     return status;

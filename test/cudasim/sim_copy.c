@@ -8,15 +8,19 @@
  * multi-chunk VMM range; memory nobody registered is pageable host memory.
  *
  * When a "synchronous" call returns follows the driver's documented
- * behaviour ("API synchronization behavior"), which matters only with
- * CUDASIM_ASYNC=1:
+ * behaviour ("API synchronization behavior"):
  * - to host memory (DtoH), and from pinned host memory: complete on return;
- * - from pageable host memory: the source is captured at the call, the
- *   transfer may still be in flight;
+ * - from pageable host memory: the source is captured at the call (the
+ *   driver stages it), the transfer may still be in flight;
  * - device to device, and memset of device memory: may still be in flight;
  * unless the memory has SYNC_MEMOPS set (cuPointerSetAttribute; managed
- * memory has it) or the context has CU_CTX_SYNC_MEMOPS, which make every
- * synchronous operation complete before returning.
+ * memory has it; on pool memory the H200 accepts the attribute and ignores
+ * it, see sim_range_sync_memops()) or the context has CU_CTX_SYNC_MEMOPS,
+ * which make every synchronous operation complete before returning.
+ * "May still be in flight" is a late operation (CUDASIM_LATE_LANDING, on by
+ * default): it lands only when something synchronises with its stream
+ * (sim_stream.c); with CUDASIM_LATE_LANDING=0 it runs like any other
+ * operation of its stream (at once, or late with CUDASIM_ASYNC=1).
  * The *Async calls never wait; a pageable source is captured at the call.
  */
 #include "cudasim.h"
@@ -77,7 +81,7 @@ static CUresult sim_op_add_seg(sim_op_t *op, char *dst, const char *src,
 static int sim_sync_memops(const sim_range_t *range, CUstream stream)
 {
     return (stream->ctx->flags & CU_CTX_SYNC_MEMOPS) ||
-           ((range != NULL) && range->sync_memops);
+           ((range != NULL) && sim_range_sync_memops(range));
 }
 
 static int sim_is_host(const sim_range_t *range)
@@ -127,7 +131,7 @@ static CUresult sim_copy_build(uintptr_t dst, uintptr_t src, size_t len,
         n = len;
         n = (dp.avail < n) ? dp.avail : n;
         n = (sp.avail < n) ? sp.avail : n;
-        if ((sp.range == NULL) && sim.cfg.async) {
+        if ((sp.range == NULL) && (sim.cfg.async || sim.cfg.late_landing)) {
             /* Capture pageable source bytes, as the driver stages them. */
             if (op->staging == NULL) {
                 op->staging = malloc(total);
@@ -188,6 +192,7 @@ static CUresult sim_copy(CUdeviceptr dst, CUdeviceptr src, size_t len,
         sim_op_free(op);
         goto out;
     }
+    op->late = !async_api && !wait && sim.cfg.late_landing;
     sim_stream_submit_locked(stream, op);
     if (!async_api && wait) {
         sim_stream_wait_locked(stream);
@@ -248,6 +253,7 @@ static CUresult sim_memset(CUdeviceptr dst, unsigned value, unsigned elem_size,
         dst += n;
         len -= n;
     }
+    op->late = !async_api && !wait && sim.cfg.late_landing;
     sim_stream_submit_locked(stream, op);
     if (!async_api && wait) {
         sim_stream_wait_locked(stream);

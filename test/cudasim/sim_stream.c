@@ -17,6 +17,30 @@
  * default stream (the _ptsz/_ptds entry points, CU_STREAM_PER_THREAD) is an
  * ordinary blocking stream of its thread. Events are (stream, sequence
  * number) pairs plus a timestamp taken when the stream reaches them.
+ *
+ * Late operations (CUDASIM_LATE_LANDING, on by default) are the
+ * "synchronous" copies and memsets that the driver documents may return
+ * before they land (from pageable host memory, device to device, memset of
+ * device memory, without SYNC_MEMOPS; sim_copy.c decides). The model lands
+ * them at the latest moment the driver's rules allow, so that a program
+ * relying on an ordering the driver does not promise fails every time
+ * instead of once in a while: a late operation is held, outside its
+ * stream's queue, until something is ordered after it --
+ * - any later operation on the same stream (a later blocking copy, a
+ *   memset, a kernel, an event record, a host function);
+ * - an operation on a stream that implicitly waits for it (the legacy
+ *   default stream waits for the blocking streams of its context and they
+ *   for it; CU_STREAM_NON_BLOCKING streams wait for nothing);
+ * - a wait for the stream: cuStreamSynchronize, cuStreamQuery (which then
+ *   sees it landed), cuCtxSynchronize, and the drains of frees and context
+ *   teardown;
+ * - SYNC_MEMOPS set on the memory it writes (cuPointerSetAttribute, as the
+ *   driver documents), and any stream-ordered free (so that it never lands
+ *   in memory handed out again).
+ * Until then its destination keeps the old bytes for everything else: a
+ * copy on a non-blocking stream, a kernel there, and another process that
+ * reads the memory through an IPC mapping. Once released it runs like any
+ * other operation (at once, or on the worker with CUDASIM_ASYNC=1).
  */
 #include "cudasim.h"
 
@@ -142,9 +166,9 @@ static void *sim_stream_worker(void *arg)
     return NULL;
 }
 
-static void sim_stream_enqueue_locked(CUstream stream, sim_op_t *op)
+/* Run @a op now (synchronous model) or append it to the worker's queue. */
+static void sim_stream_queue_locked(CUstream stream, sim_op_t *op)
 {
-    op->seq = ++stream->submitted;
     if (!sim.cfg.async) {
         /* Synchronous model: every stream is idle, so waits are satisfied;
          * the lock stays held (host functions cannot re-enter anyway). */
@@ -170,6 +194,49 @@ static void sim_stream_enqueue_locked(CUstream stream, sim_op_t *op)
     pthread_cond_broadcast(&sim.progress);
 }
 
+/* Something is now ordered after the held operations of @a stream: they
+ * land (in order, before anything queued later). */
+static void sim_stream_release_locked(CUstream stream)
+{
+    sim_op_t *op;
+
+    while ((op = stream->held_head) != NULL) {
+        stream->held_head = op->next;
+        if (stream->held_head == NULL) {
+            stream->held_tail = NULL;
+        }
+        sim_stream_queue_locked(stream, op);
+    }
+}
+
+static void sim_stream_enqueue_locked(CUstream stream, sim_op_t *op)
+{
+    op->seq = ++stream->submitted;
+    /* A new operation, late or not, comes after the held ones: the driver
+     * synchronises the stream before a blocking copy starts. */
+    sim_stream_release_locked(stream);
+    if (op->late) {
+        op->next = NULL;
+        if (stream->held_tail != NULL) {
+            stream->held_tail->next = op;
+        } else {
+            stream->held_head = op;
+        }
+        stream->held_tail = op;
+        return;
+    }
+    sim_stream_queue_locked(stream, op);
+}
+
+static void sim_release_all_locked(void)
+{
+    CUstream stream;
+
+    for (stream = sim.streams; stream != NULL; stream = stream->next) {
+        sim_stream_release_locked(stream);
+    }
+}
+
 static int sim_stream_busy(CUstream stream)
 {
     return stream->completed < stream->submitted;
@@ -179,7 +246,11 @@ static void sim_stream_wait_for_locked(CUstream waiter, CUstream target)
 {
     sim_op_t *op;
 
-    if ((target == waiter) || !sim_stream_busy(target)) {
+    if (target == waiter) {
+        return;
+    }
+    sim_stream_release_locked(target);
+    if (!sim_stream_busy(target)) {
         return;
     }
     op = sim_op_new(SIM_OP_WAIT);
@@ -195,6 +266,10 @@ void sim_stream_submit_locked(CUstream stream, sim_op_t *op)
 {
     CUstream other;
 
+    if (op->type == SIM_OP_POOL_FREE) {
+        /* Never let a held write land in memory the pool hands out again. */
+        sim_release_all_locked();
+    }
     if (stream->kind == SIM_STREAM_LEGACY) {
         for (other = sim.streams; other != NULL; other = other->next) {
             if ((other->ctx == stream->ctx) &&
@@ -213,8 +288,37 @@ void sim_stream_wait_locked(CUstream stream)
 {
     uint64_t target = stream->submitted;
 
+    sim_stream_release_locked(stream);
     while (stream->completed < target) {
         pthread_cond_wait(&sim.progress, &sim.lock);
+    }
+}
+
+static int sim_op_writes_range(const sim_op_t *op, const sim_range_t *range)
+{
+    size_t i;
+
+    for (i = 0; i < op->nsegs; ++i) {
+        if ((op->segs[i].dst < range->shadow + range->size) &&
+            (op->segs[i].dst + op->segs[i].len > range->shadow)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void sim_stream_land_range_locked(const sim_range_t *range)
+{
+    CUstream stream;
+    sim_op_t *op;
+
+    for (stream = sim.streams; stream != NULL; stream = stream->next) {
+        for (op = stream->held_head; op != NULL; op = op->next) {
+            if (sim_op_writes_range(op, range)) {
+                sim_stream_wait_locked(stream);
+                break;
+            }
+        }
     }
 }
 
@@ -425,8 +529,12 @@ static CUresult sim_stream_query(CUstream hStream, int ptsz)
         return status;
     }
     status = sim_stream_resolve(hStream, ptsz, &stream);
-    if ((status == CUDA_SUCCESS) && sim_stream_busy(stream)) {
-        status = CUDA_ERROR_NOT_READY;
+    if (status == CUDA_SUCCESS) {
+        /* Asking is a synchronisation point for held work. */
+        sim_stream_release_locked(stream);
+        if (sim_stream_busy(stream)) {
+            status = CUDA_ERROR_NOT_READY;
+        }
     }
     sim_leave();
     return status;

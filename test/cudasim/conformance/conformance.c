@@ -488,6 +488,10 @@ static void exporter_kind(kind_t kind)
     out("set sync memops: %s",
         res(cuPointerSetAttribute(&(int){1}, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
                                   a.ptr)));
+    /* Issue 19: what a set reads back as, per kind (whether it also makes
+     * copies synchronous is timing and measured by stale_send -D -S ptr). */
+    report_int_attr("sync memops after set", CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                    a.ptr, 0);
     do_exports(&a, &pkg, &pool_fd);
     write_pattern("exporter", a.ptr, 1);
     flush_text();

@@ -77,6 +77,10 @@ ucx_test::process_fn_t exporter(int device, bool check_put,
             h[i] = remote_byte(i);
         }
         ASSERT_CU(cuMemcpyHtoD(a.ptr, h.data(), SIZE));
+        /* A copy from pageable memory may land after it returns, and the
+         * importer reads through its own mapping, which waits for nothing
+         * here (the model lands it only at a synchronisation). */
+        ASSERT_CU(cuCtxSynchronize());
         ASSERT_TRUE(send_offer(ch, *e, a.ptr, SIZE));
         ASSERT_TRUE(ch.barrier());
         if (check_put) {
