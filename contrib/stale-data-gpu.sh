@@ -14,7 +14,7 @@
 #               and built there first (make -j$(nproc))
 #   arguments after -- go to every stale_send run (see stale_send -h)
 # environment:
-#   REPS=200        repetitions per cell (large sizes: at most 1 GiB a cell)
+#   REPS=200        repetitions per cell (large sizes: at most 256 MiB a cell)
 #   BUDGET=170      seconds for all runs together
 #   FILLS="htod memset"   fills to run, in order (htod, memset, cudart)
 #   SYNCS=none      what the sender does itself, per run (none, ctx, ptr, sync)

@@ -1194,7 +1194,7 @@ static void ss_usage(void)
     printf("usage: stale_send [options]\n"
            "  -r REPS     repetitions per cell (default 200)\n"
            "  -B BYTES    at most this many bytes sent per cell: fewer repetitions\n"
-           "              for large sizes, at least 4 (default 1G)\n"
+           "              for large sizes, at least 4 (default 256M)\n"
            "  -k KINDS    sender kinds, comma list of malloc,async,pool_fd,\n"
            "              pool_none,vmm_fd,vmm_none,managed or all (default all)\n"
            "  -p PAIRS    receiver kind: same, malloc or both (default both)\n"
@@ -1229,7 +1229,7 @@ static void ss_parse(int argc, char **argv)
     int c, k;
 
     opt.reps         = 200;
-    opt.cell_bytes   = 1ul << 30;
+    opt.cell_bytes   = 256ul << 20;
     opt.kinds        = (1u << K_LAST) - 1;
     opt.pairs_same   = 1;
     opt.pairs_malloc = 1;
