@@ -312,11 +312,15 @@ void sim_stream_land_range_locked(const sim_range_t *range)
     CUstream stream;
     sim_op_t *op;
 
+again:
     for (stream = sim.streams; stream != NULL; stream = stream->next) {
         for (op = stream->held_head; op != NULL; op = op->next) {
             if (sim_op_writes_range(op, range)) {
+                /* The wait may drop the lock (CUDASIM_ASYNC=1) and the
+                 * stream list change meanwhile: start over; this stream
+                 * holds nothing any more. */
                 sim_stream_wait_locked(stream);
-                break;
+                goto again;
             }
         }
     }
