@@ -377,14 +377,10 @@ else
     LD_LIBRARY_PATH=$cudasim run_local "cudasim cuda GPU0 -> GPU1 tag_bw validated" -L \
         -t tag_bw -m cuda -a 0,1 -s 1M -V -n 10 -w 1
     # UCT alone has no cuda_copy iface to set CU_CTX_SYNC_MEMOPS, and
-    # ucx_perftest fills the buffers with a cuMemcpyHtoD from pageable memory
-    # that it does not synchronise (perf_cuda_copy_to_device): with the
-    # model's late landing (docs/cudasim.md) the peer would read the old
-    # bytes through its IPC mapping, as it may on a GPU (issue 19). Off for
-    # these rows until the tool synchronises its fills.
+    # ucx_perftest synchronises its pageable fills (perf_cuda_copy_to_device):
+    # these rows run with the model's late landing (docs/cudasim.md) on.
     for t in put_bw get_bw; do
         for k in cuda cuda-vmm cuda-pool; do
-            CUDASIM_LATE_LANDING=0 \
             LD_LIBRARY_PATH=$cudasim run_local "cudasim uct $t cuda_ipc $k validated" -L \
                 -t $t -x cuda_ipc -m $k -s 1M -V -n 20 -w 2
         done

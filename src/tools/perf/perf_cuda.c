@@ -245,8 +245,12 @@ ucs_status_t perf_cuda_copy_to_device(int device, void *dptr, const void *src,
 {
     char error[PERF_ERROR_MAX];
 
+    /* A blocking copy from pageable memory may return before it landed;
+     * the peer reads the buffer through its own mapping, which does not
+     * wait for our legacy stream: synchronise it. */
     if ((perf_cuda_set_device(device, error, sizeof(error)) != UCS_OK) ||
-        (perf_cu.cuMemcpyHtoD((CUdeviceptr)dptr, src, length) != CUDA_SUCCESS)) {
+        (perf_cu.cuMemcpyHtoD((CUdeviceptr)dptr, src, length) != CUDA_SUCCESS) ||
+        (perf_cu.cuStreamSynchronize(NULL) != CUDA_SUCCESS)) {
         return UCS_ERR_IO_ERROR;
     }
     return UCS_OK;

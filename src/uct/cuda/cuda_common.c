@@ -149,45 +149,6 @@ ucs_status_t uct_cuda_mem_describe(const void *address, size_t length,
     return uct_cuda_mem_query_driver(address, desc);
 }
 
-#if CUDA_VERSION >= 12010
-/* The context whose SYNC_MEMOPS flag we set (one process, usually one). */
-static CUcontext uct_cuda_sync_ctx;
-#endif
-
-void uct_cuda_set_sync_memops(const void *address)
-{
-    unsigned flags = 0;
-    unsigned one   = 1;
-    CUcontext ctx  = NULL;
-    CUresult res;
-
-#if CUDA_VERSION >= 12010 /* cuCtxSetFlags */
-    if ((cuCtxGetCurrent(&ctx) == CUDA_SUCCESS) && (ctx != NULL)) {
-        if (__atomic_load_n(&uct_cuda_sync_ctx, __ATOMIC_ACQUIRE) == ctx) {
-            return;
-        }
-        if ((cuCtxGetFlags(&flags) == CUDA_SUCCESS) &&
-            ((flags & CU_CTX_SYNC_MEMOPS) ||
-             (cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS) == CUDA_SUCCESS))) {
-            ucs_debug("cuda: context %p has CU_CTX_SYNC_MEMOPS", (void*)ctx);
-            __atomic_store_n(&uct_cuda_sync_ctx, ctx, __ATOMIC_RELEASE);
-            return;
-        }
-    }
-#else
-    (void)flags;
-    (void)ctx;
-#endif
-
-    res = cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
-                                (CUdeviceptr)(uintptr_t)address);
-    if (res != CUDA_SUCCESS) {
-        /* VMM memory refuses (NOT_SUPPORTED): expected, not worth a warning
-         * per registration. */
-        ucs_debug("cuda: SYNC_MEMOPS on %p: %s", address, uct_cuda_cu_name(res));
-    }
-}
-
 ucs_status_t uct_cuda_queue_init(uct_cuda_queue_t *q)
 {
     q->head        = NULL;

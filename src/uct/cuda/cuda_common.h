@@ -99,12 +99,30 @@ ucs_status_t uct_cuda_mem_describe(const void *address, size_t length,
                                    uct_cuda_mem_desc_t *desc);
 
 /**
- * Make blocking copies into device memory at @a address complete before
- * they return (SYNC_MEMOPS): the current context's flag where the driver
- * lets us set it (once per context), else per pointer. A pointer that
- * refuses (VMM memory: NOT_SUPPORTED) is logged at debug level only.
+ * Make the application's blocking copies and memsets complete before they
+ * return (SYNC_MEMOPS), so that a fill from pageable memory that returned
+ * has landed before a copy of ours (on a non-blocking stream, or in another
+ * process through an IPC mapping) reads the memory. Sets CU_CTX_SYNC_MEMOPS
+ * on the calling thread's current context when it lacks it (checked on
+ * every call: the application may reset the flags), else, without
+ * cuCtxSetFlags, the pointer attribute of @a address (NULL: none). VMM
+ * memory refuses the attribute (NOT_SUPPORTED); logged at debug level only.
+ * Thread safe; two cheap driver queries when the flag is set already.
  */
 void uct_cuda_set_sync_memops(const void *address);
+
+/**
+ * Keep SYNC_MEMOPS on every context in which the application allocates
+ * device memory: a MEM_TYPE_ALLOC handler (ucm) that calls
+ * uct_cuda_set_sync_memops() in the allocating thread, whose current context
+ * is the application's, whenever it was created (after the library, by
+ * cuCtxCreate, on another device). Reference counted: each call needs one
+ * uct_cuda_sync_memops_unsubscribe(). Thread safe.
+ */
+void uct_cuda_sync_memops_subscribe(void);
+
+/** Drop the reference taken by uct_cuda_sync_memops_subscribe(). */
+void uct_cuda_sync_memops_unsubscribe(void);
 
 /** One asynchronous operation (or flush marker) waiting for its event. */
 typedef struct uct_cuda_op {

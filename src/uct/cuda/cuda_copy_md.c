@@ -62,6 +62,7 @@ static void uct_cuda_copy_md_close(uct_md_h tl_md)
 {
     uct_cuda_copy_md_t *md = ucs_container_of(tl_md, uct_cuda_copy_md_t, super);
 
+    uct_cuda_sync_memops_unsubscribe();
     if (md->attached != NULL) {
         ucm_memtype_cache_detach(md->attached);
     }
@@ -396,6 +397,7 @@ static ucs_status_t uct_cuda_copy_md_open(uct_component_t *component,
                   ucs_status_string(status));
     }
 
+    uct_cuda_sync_memops_subscribe();
     *md_p = &md->super;
     return UCS_OK;
 }
