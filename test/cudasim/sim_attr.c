@@ -25,12 +25,17 @@ static CUmemorytype sim_range_memtype(const sim_range_t *range)
 
 static unsigned sim_range_handle_types(const sim_range_t *range)
 {
+    /* Memory imported from another process is not an exportable
+     * allocation of this one: the H200 reports 0 for pool imports and for
+     * mappings of imported VMM handles. */
     switch (range->kind) {
     case SIM_MEM_POOL:
-    case SIM_MEM_POOL_IMPORT:
         return range->pool->props.handleTypes;
+    case SIM_MEM_POOL_IMPORT:
+        return 0;
     case SIM_MEM_VMM:
-        return range->handle->prop.requestedHandleTypes;
+        return range->handle->imported ? 0 :
+                                         range->handle->prop.requestedHandleTypes;
     default:
         return 0; /* legacy memory exports with cuIpcGetMemHandle only */
     }

@@ -522,22 +522,37 @@ static CUmemAccessDesc dev0_rw(void)
     return access;
 }
 
-static void report_import_type(CUdeviceptr ptr)
+static void report_import_type(CUdeviceptr ptr, int handle_types)
 {
+    unsigned long long types = 0;
     unsigned memtype = 0;
     CUresult r = cuPointerGetAttribute(&memtype,
                                        CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
 
     out("import attr memory type: %s",
         (r == CUDA_SUCCESS) ? memtype_name(memtype) : res(r));
+    if (!handle_types) {
+        return;
+    }
+
+    /* An import is no exportable allocation of ours: the real driver says
+     * 0 for pool and VMM imports (issue 24, item 2). */
+    r = cuPointerGetAttribute(&types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
+                              ptr);
+    if (r != CUDA_SUCCESS) {
+        out("import attr allowed handle types: %s", res(r));
+    } else {
+        out("import attr allowed handle types: 0x%llx", types);
+    }
 }
 
-/* Read the exporter's data, write ours, let the exporter check it. */
-static void exchange_data(CUdeviceptr ptr)
+/* Read the exporter's data, write ours, let the exporter check it. The
+ * handle types are reported for pool and VMM imports. */
+static void exchange_data(CUdeviceptr ptr, int handle_types)
 {
     char cmd = 0;
 
-    report_import_type(ptr);
+    report_import_type(ptr, handle_types);
     read_pattern("import", ptr, 1);
     write_pattern("import", ptr, 2);
     send_msg(MSG_CHECK, &cmd, 0);
@@ -559,7 +574,7 @@ static void import_legacy(const export_pkg_t *pkg)
                            CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     out("import cuIpcOpenMemHandle again: %s, %s", res(r),
         (ptr2 == ptr) ? "same pointer" : "different pointer");
-    exchange_data(ptr);
+    exchange_data(ptr, 0);
     if (r == CUDA_SUCCESS) {
         out("import cuIpcCloseMemHandle: %s", res(cuIpcCloseMemHandle(ptr2)));
     }
@@ -592,7 +607,7 @@ static void import_pool(export_pkg_t *pkg)
     r = cuMemPoolImportPointer(&ptr, pool, &pkg->ptr_data);
     out("import cuMemPoolImportPointer: %s", res(r));
     if (r == CUDA_SUCCESS) {
-        exchange_data(ptr);
+        exchange_data(ptr, 1);
         out("import cuMemFree: %s", res(cuMemFree(ptr)));
     }
     out("import cuMemPoolDestroy: %s", res(cuMemPoolDestroy(pool)));
@@ -626,7 +641,7 @@ static void import_vmm_map(CUmemGenericAllocationHandle *h, int n,
         out("import%s cuMemSetAccess: %s", how, res(r));
         if (r == CUDA_SUCCESS) {
             if (exchange) {
-                exchange_data(base);
+                exchange_data(base, 1);
             } else {
                 read_pattern("import", base, 2);
             }
