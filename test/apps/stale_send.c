@@ -840,7 +840,7 @@ static void ss_size_str(size_t size, char *out, size_t max)
 
 static void ss_print_row(const ss_proc_t *p, const ss_row_t *row, const ss_lat_t *lat)
 {
-    char size[16], lats[3][16];
+    char size[24], lats[3][16];
     int s;
 
     ss_size_str(row->msg.size, size, sizeof(size));
@@ -1028,7 +1028,7 @@ static unsigned long ss_driver_probe(void)
     void *pinned;
     unsigned rep, s, bad, reps;
     uint64_t key;
-    char size_str[16], detail[160];
+    char size_str[24], detail[160];
     int k, first_bad;
 
     memset(&p, 0, sizeof(p));
