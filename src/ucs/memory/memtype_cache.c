@@ -58,8 +58,8 @@ static ucs_memtype_cache_t *ucs_memtype_cache_global_cache;
 static ucs_status_t ucs_memtype_cache_global_status;
 
 
-const void *ucs_memtype_cache_other_map(ucs_memtype_cache_t *cache,
-                                        const void *map)
+static const void *ucs_memtype_cache_other_map(ucs_memtype_cache_t *cache,
+                                               const void *map)
 {
     return (map == &cache->maps[0]) ? &cache->maps[1] : &cache->maps[0];
 }
@@ -105,8 +105,9 @@ void ucs_memtype_cache_record_put(ucs_memtype_cache_record_t *rec)
 
 /* Interval map release callback: a range lost a piece, or was split and
  * gained one (remaining == 2). */
-void ucs_memtype_cache_release_cb(void *arg, uintptr_t start, uintptr_t end,
-                                  void *value, unsigned remaining)
+static void ucs_memtype_cache_release_cb(void *arg, uintptr_t start,
+                                         uintptr_t end, void *value,
+                                         unsigned remaining)
 {
     ucs_memtype_cache_record_t *rec = value;
 
@@ -121,7 +122,7 @@ void ucs_memtype_cache_release_cb(void *arg, uintptr_t start, uintptr_t end,
 
 /* Make the inactive map the active one; when this returns no search reads
  * the previously active map, which is returned. */
-ucs_interval_map_t *ucs_memtype_cache_switch(ucs_memtype_cache_t *cache)
+static ucs_interval_map_t *ucs_memtype_cache_switch(ucs_memtype_cache_t *cache)
 {
     ucs_interval_map_t *next = ucs_memtype_cache_inactive(cache);
     const void *old          = ucs_memtype_cache_other_map(cache, next);
@@ -161,7 +162,7 @@ static ucs_status_t ucs_memtype_cache_map_apply(ucs_interval_map_t *map,
 }
 
 /* Empty both maps. Removing everything splits nothing, so it cannot fail. */
-static void ucs_memtype_cache_clear_locked(ucs_memtype_cache_t *cache)
+void ucs_memtype_cache_clear_locked(ucs_memtype_cache_t *cache)
 {
     ucs_interval_map_t *map = ucs_memtype_cache_inactive(cache);
 

@@ -148,19 +148,9 @@ ucs_status_t ucs_memtype_cache_modify(ucs_memtype_cache_t *cache,
                                       ucs_memtype_cache_record_t *rec)
     UCS_MEMTYPE_HIDDEN;
 
-/** The map copy that is not @a map. */
-const void *ucs_memtype_cache_other_map(ucs_memtype_cache_t *cache,
-                                        const void *map)
-    UCS_MEMTYPE_HIDDEN;
-
-/** Make the inactive map active and wait for searches of the old one,
- *  which is returned. Under the lock. */
-ucs_interval_map_t *ucs_memtype_cache_switch(ucs_memtype_cache_t *cache)
-    UCS_MEMTYPE_HIDDEN;
-
-/** Interval-map release callback of the records. */
-void ucs_memtype_cache_release_cb(void *arg, uintptr_t start, uintptr_t end,
-                                  void *value, unsigned remaining)
+/** Empty both maps (switching between them, so that no lookup reads a map
+ *  being emptied). Under the lock; cannot fail. */
+void ucs_memtype_cache_clear_locked(ucs_memtype_cache_t *cache)
     UCS_MEMTYPE_HIDDEN;
 
 /**

@@ -74,20 +74,6 @@ out:
     atomic_fetch_add_explicit(&cache->gen, 2, memory_order_seq_cst);
 }
 
-/* Empty both maps for an overflow; the caller clears the slots. */
-static void ucs_memtype_cache_deferred_clear(ucs_memtype_cache_t *cache)
-{
-    ucs_interval_map_t *map;
-
-    map = (ucs_interval_map_t*)ucs_memtype_cache_other_map(
-            cache, atomic_load_explicit(&cache->active, memory_order_relaxed));
-    ucs_interval_map_remove_range(map, 0, UINTPTR_MAX,
-                                  ucs_memtype_cache_release_cb, NULL);
-    map = ucs_memtype_cache_switch(cache);
-    ucs_interval_map_remove_range(map, 0, UINTPTR_MAX,
-                                  ucs_memtype_cache_release_cb, NULL);
-}
-
 void ucs_memtype_cache_apply_deferred(ucs_memtype_cache_t *cache)
 {
     ucs_memtype_cache_deferred_t *slot;
@@ -105,7 +91,7 @@ void ucs_memtype_cache_apply_deferred(ucs_memtype_cache_t *cache)
     if (overflow != 0) {
         ucs_trace("memtype cache '%s': %u deferred removals did not fit, "
                   "emptying the cache", cache->name, overflow);
-        ucs_memtype_cache_deferred_clear(cache);
+        ucs_memtype_cache_clear_locked(cache);
     }
 
     for (slot = cache->deferred;
