@@ -87,8 +87,8 @@ static const char *ss_kind_names[K_LAST] = {
 typedef enum { O_LIBRARY, O_CONTEXT, O_OWN, O_LAST } ss_order_t;
 static const char *ss_order_names[O_LAST] = {"library", "context", "own"};
 
-typedef enum { F_HTOD, F_MEMSET, F_CUDART, F_LAST } ss_fill_t;
-static const char *ss_fill_names[F_LAST] = {"htod", "memset", "cudart"};
+typedef enum { F_HTOD, F_MEMSET, F_CUDART, F_ASYNC, F_LAST } ss_fill_t;
+static const char *ss_fill_names[F_LAST] = {"htod", "memset", "cudart", "async"};
 
 /* What the sender application itself does about ordering. */
 typedef enum { S_NONE, S_CTX, S_PTR, S_SYNC, S_LAST } ss_sync_t;
@@ -590,6 +590,11 @@ static void ss_fill(ss_proc_t *p, ss_buf_t *b, size_t size, uint64_t key)
         if (r != 0) {
             ss_die("cudaMemcpy: error %d", r);
         }
+        break;
+    case F_ASYNC:
+        /* CuPy's ndarray.set(): queued on the legacy stream, not waited for */
+        ss_make_pattern(p, size, key);
+        CHECK(cuMemcpyHtoDAsync(b->ptr, p->host, size, CU_STREAM_LEGACY));
         break;
     default:
         break;
@@ -1205,7 +1210,9 @@ static void ss_usage(void)
            "              of cuCtxCreate), or all (default all)\n"
            "  -f FILL     htod (cuMemcpyHtoD from pageable memory), memset\n"
            "              (cuMemsetD8), cudart (cudaMemcpy, libcudart loaded at\n"
-           "              run time) (default htod)\n"
+           "              run time), async (cuMemcpyHtoDAsync from pageable\n"
+           "              memory on the legacy stream, not waited for: CuPy's\n"
+           "              ndarray.set()) (default htod)\n"
            "  -S SYNC     what the sender does itself: none, ctx (sets\n"
            "              CU_CTX_SYNC_MEMOPS on its context), ptr (sets the\n"
            "              SYNC_MEMOPS pointer attribute on each fresh buffer),\n"

@@ -90,6 +90,31 @@ static int sim_is_host(const sim_range_t *range)
 }
 
 /*
+ * Whether a copy or memset is late (CUDASIM_LATE_LANDING): a "synchronous"
+ * call the driver lets return before it lands (!wait), or an asynchronous
+ * one into device memory on a default stream (legacy or per-thread). The
+ * second is what a Python client does: CuPy fills an array by
+ * cudaMemcpyAsync from pageable memory on the legacy stream (ndarray.set)
+ * and zeroes one by a memset there, then hands the pointer to MPI; nothing
+ * on another stream or in another process waits for it. Work on streams of
+ * their own (the library's) is not held: whoever queues it waits for it.
+ */
+static int sim_is_late(int async_api, int wait, CUdeviceptr dst, CUstream stream)
+{
+    sim_piece_t dp;
+
+    if (!sim.cfg.late_landing) {
+        return 0;
+    }
+    if (!async_api) {
+        return !wait;
+    }
+    return (stream->kind != SIM_STREAM_USER) &&
+           (sim_piece_get(dst, stream->ctx->device, &dp) == CUDA_SUCCESS) &&
+           !sim_is_host(dp.range);
+}
+
+/*
  * Build the copy operation; *wait_p tells whether a synchronous call must
  * wait for it. Pageable sources are captured now in async mode.
  */
@@ -192,7 +217,7 @@ static CUresult sim_copy(CUdeviceptr dst, CUdeviceptr src, size_t len,
         sim_op_free(op);
         goto out;
     }
-    op->late = !async_api && !wait && sim.cfg.late_landing;
+    op->late = sim_is_late(async_api, wait, dst, stream);
     sim_stream_submit_locked(stream, op);
     if (!async_api && wait) {
         sim_stream_wait_locked(stream);
@@ -208,6 +233,7 @@ static CUresult sim_memset(CUdeviceptr dst, unsigned value, unsigned elem_size,
 {
     CUresult status = sim_enter();
     size_t len = count * elem_size, n;
+    CUdeviceptr dst0 = dst;
     CUstream stream;
     sim_piece_t dp;
     sim_op_t *op = NULL;
@@ -253,7 +279,7 @@ static CUresult sim_memset(CUdeviceptr dst, unsigned value, unsigned elem_size,
         dst += n;
         len -= n;
     }
-    op->late = !async_api && !wait && sim.cfg.late_landing;
+    op->late = sim_is_late(async_api, wait, dst0, stream);
     sim_stream_submit_locked(stream, op);
     if (!async_api && wait) {
         sim_stream_wait_locked(stream);

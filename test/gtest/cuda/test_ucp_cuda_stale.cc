@@ -23,7 +23,11 @@
  * makes its context, or after; and, after the library, an application
  * context of its own (cuCtxCreate) or the primary context of device 1 (an
  * MPI rank choosing its GPU after MPI_Init). Fills: the copy, its
- * per-thread default stream flavour, a blocking cuMemsetD8.
+ * per-thread default stream flavour, a blocking cuMemsetD8; and work queued
+ * on a default stream without a wait, as CuPy's set() and zeros() leave it
+ * (cuMemcpyHtoDAsync from pageable memory on the legacy or the per-thread
+ * stream, cuMemsetD8Async), with the receiver's guard memset also pending on
+ * its legacy stream when it posts the receive.
  *
  * Each received message prints a "[ stale    ]" line: kind, order, fill,
  * size, the protocol the receiver counted, and what each read saw.
@@ -67,12 +71,26 @@ enum class order {
                          MPI rank picking its GPU after MPI_Init) */
 };
 
-/** How the sender writes the new bytes; every one is "synchronous". */
+/** How the sender writes the new bytes: "synchronous" calls, and work
+ *  queued on a default stream and not waited for (a CuPy array's set() and
+ *  fill(): cudaMemcpyAsync / a memset on the legacy stream). */
 enum class fill {
-    htod,      /**< cuMemcpyHtoD from pageable memory (legacy stream) */
-    htod_ptds, /**< the same, per-thread default stream flavour */
-    memset     /**< cuMemsetD8 (one byte value per message) */
+    htod,            /**< cuMemcpyHtoD from pageable memory (legacy stream) */
+    htod_ptds,       /**< the same, per-thread default stream flavour */
+    memset,          /**< cuMemsetD8 (one byte value per message) */
+    htod_async,      /**< cuMemcpyHtoDAsync from pageable memory, legacy stream */
+    htod_async_ptds, /**< the same on CU_STREAM_PER_THREAD */
+    memset_async     /**< cuMemsetD8Async on the legacy stream */
 };
+
+/* Stream-ordered fills leave the receiver's guard pending too: it zeroes its
+ * buffer on the legacy stream and posts the receive without waiting, as
+ * cupy.zeros() then comm.Recv() does. */
+bool is_stream_ordered(fill f)
+{
+    return (f == fill::htod_async) || (f == fill::htod_async_ptds) ||
+           (f == fill::memset_async);
+}
 
 const char *order_name(order o)
 {
@@ -91,13 +109,16 @@ const char *fill_name(fill f)
     case fill::htod:      return "htod";
     case fill::htod_ptds: return "htod_ptds";
     case fill::memset:    return "memset";
+    case fill::htod_async:      return "htod_async";
+    case fill::htod_async_ptds: return "htod_async_ptds";
+    case fill::memset_async:    return "memset_async";
     }
     return "?";
 }
 
 unsigned char pattern(size_t i, unsigned seed, fill f)
 {
-    if (f == fill::memset) {
+    if ((f == fill::memset) || (f == fill::memset_async)) {
         return (unsigned char)(0x10 + seed); /* never k_old nor k_guard */
     }
     /* Never k_old: a stale byte cannot pass for a new one. */
@@ -240,8 +261,13 @@ void receiver(mem_kind kind, order o, fill f, oob_channel &oob)
 
         ++seed;
         ASSERT_CU(buf.allocate(kind, alloc_size(kind, size), app_device(o)));
-        ASSERT_CU(cuMemsetD8(buf.ptr, k_guard, buf.size));
-        ASSERT_CU(cuCtxSynchronize());
+        if (is_stream_ordered(f)) {
+            ASSERT_CU(cuCtxSynchronize());
+            ASSERT_CU(cuMemsetD8Async(buf.ptr, k_guard, buf.size, CU_STREAM_LEGACY));
+        } else {
+            ASSERT_CU(cuMemsetD8(buf.ptr, k_guard, buf.size));
+            ASSERT_CU(cuCtxSynchronize());
+        }
         ucp_worker_proto_stats(p.m_worker, before);
         memset(&param, 0, sizeof(param));
         ASSERT_EQ(UCS_OK, p.wait(ucp_tag_recv_nbx(p.m_worker, (void*)(uintptr_t)buf.ptr,
@@ -296,6 +322,15 @@ void fill_buffer(fill f, CUdeviceptr dst, const std::vector<unsigned char> &host
         break;
     case fill::memset:
         ASSERT_CU(cuMemsetD8(dst, pattern(0, seed, f), size));
+        break;
+    case fill::htod_async:
+        ASSERT_CU(cuMemcpyHtoDAsync(dst, host.data(), size, CU_STREAM_LEGACY));
+        break;
+    case fill::htod_async_ptds:
+        ASSERT_CU(cuMemcpyHtoDAsync(dst, host.data(), size, CU_STREAM_PER_THREAD));
+        break;
+    case fill::memset_async:
+        ASSERT_CU(cuMemsetD8Async(dst, pattern(0, seed, f), size, CU_STREAM_LEGACY));
         break;
     }
 }
@@ -413,6 +448,36 @@ INSTANTIATE_TEST_SUITE_P(kinds, test_ucp_cuda_stale_fill,
                          ::testing::Combine(::testing::Values(0, 1),
                                             ::testing::Values(order::library_first,
                                                               order::own_context)),
+                         param_name);
+
+/*
+ * Work the application queued on a default stream and did not wait for:
+ * every kind, in the orders where the library was there first and where the
+ * context came first (the stream-ordered fills do not depend on a flag of
+ * the context, so these two cover the rest).
+ */
+class test_ucp_cuda_stale_stream : public test_ucp_cuda_stale {
+};
+
+TEST_P(test_ucp_cuda_stale_stream, send_right_after_async_copy_on_legacy_stream_carries_new_bytes)
+{
+    run(kind(), ord(), fill::htod_async);
+}
+
+TEST_P(test_ucp_cuda_stale_stream, send_right_after_async_copy_on_per_thread_stream_carries_new_bytes)
+{
+    run(kind(), ord(), fill::htod_async_ptds);
+}
+
+TEST_P(test_ucp_cuda_stale_stream, send_right_after_async_memset_on_legacy_stream_carries_new_bytes)
+{
+    run(kind(), ord(), fill::memset_async);
+}
+
+INSTANTIATE_TEST_SUITE_P(kinds, test_ucp_cuda_stale_stream,
+                         ::testing::Combine(::testing::Range(0, 7),
+                                            ::testing::Values(order::library_first,
+                                                              order::context_first)),
                          param_name);
 
 } // namespace
