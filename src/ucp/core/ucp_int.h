@@ -64,6 +64,9 @@ struct ucp_context {
     ucp_rndv_config_t              rndv;         /* UCX_RNDV_* */
     uct_md_h                       mt_detect_md; /* cuda_cpy opened only to
                                                     detect device memory */
+    uct_md_h                       mt_fence_md;  /* orders requests after the
+                                                    device work queued for
+                                                    their memory, or NULL */
 };
 
 /* ---- requests ----------------------------------------------------------- */
@@ -498,9 +501,16 @@ void ucp_memtype_context_cleanup(ucp_context_h context);
 ucs_status_t ucp_memtype_worker_init(ucp_worker_h worker);
 void ucp_memtype_worker_cleanup(ucp_worker_h worker);
 /** Memory type of a datatype's data: contig from the lookup (or @a param),
- *  IOV from its first device element, generic always host. */
+ *  IOV from its first device element, generic always host. For device
+ *  memory it also orders the request after the device work the calling
+ *  thread queued for it (ucp_memtype_fence): call it once per request, in
+ *  the posting thread. */
 ucs_memory_type_t ucp_memtype_of_dt(ucp_worker_h worker, const ucp_dt_state_t *dt,
                                     const ucp_request_param_t *param);
+/** Wait for the device work the calling thread queued and did not wait for,
+ *  before a request touches device memory at @a buffer (uct_md_mem_fence);
+ *  nothing without a domain that orders. */
+void ucp_memtype_fence(ucp_context_h context, const void *buffer, size_t length);
 /** Start an asynchronous cuda_copy of @a length bytes (any direction):
  *  UCS_OK (done), UCS_INPROGRESS (@a comp fires from worker progress) or an
  *  error (UCS_ERR_UNSUPPORTED without cuda_copy, with an error message). */

@@ -17,6 +17,7 @@
 
 #include <ucp/core/ucp_int.h>
 #include <ucs/memory/memtype_cache.h>
+#include <uct/api/v2/uct_v2.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -93,12 +94,37 @@ static void ucp_memtype_open_detect_md(ucp_context_h context)
     uct_release_component_list(components);
 }
 
+/* The domain that detects device memory also knows what to wait for before
+ * a request touches it; one that answers length 0 with UCS_OK orders. */
+static void ucp_memtype_fence_md_init(ucp_context_h context)
+{
+    int rsc_index = ucp_memtype_copy_rsc(context);
+    uct_md_h md   = (rsc_index >= 0) ?
+                    context->mds[context->rscs[rsc_index].md_index].md :
+                    context->mt_detect_md;
+
+    context->mt_fence_md = NULL;
+    if ((md != NULL) && (uct_md_mem_fence(md, NULL, 0) == UCS_OK)) {
+        context->mt_fence_md = md;
+    }
+    ucs_debug("ucp: device memory requests %s the device work queued for it",
+              (context->mt_fence_md != NULL) ? "wait for" : "do not wait for");
+}
+
+void ucp_memtype_fence(ucp_context_h context, const void *buffer, size_t length)
+{
+    if (context->mt_fence_md != NULL) {
+        (void)uct_md_mem_fence(context->mt_fence_md, buffer, (length == 0) ? 1 : length);
+    }
+}
+
 void ucp_memtype_context_init(ucp_context_h context)
 {
     ucs_memtype_cache_t *cache;
     ucs_status_t status;
 
     context->memtype_lookup = ucp_memtype_host_lookup;
+    context->mt_fence_md    = NULL;
     if (ucp_memtype_copy_rsc(context) < 0) {
         ucp_memtype_open_detect_md(context);
         if (context->mt_detect_md == NULL) {
@@ -120,6 +146,7 @@ void ucp_memtype_context_init(ucp_context_h context)
     }
     ucp_memtype_cache       = cache;
     context->memtype_lookup = ucp_memtype_cache_lookup;
+    ucp_memtype_fence_md_init(context);
 }
 
 void ucp_memtype_context_cleanup(ucp_context_h context)
@@ -254,8 +281,9 @@ static ucs_memory_type_t ucp_memtype_of(ucp_worker_h worker, const void *buffer,
     return worker->context->memtype_lookup(buffer, length);
 }
 
-ucs_memory_type_t ucp_memtype_of_dt(ucp_worker_h worker, const ucp_dt_state_t *dt,
-                                    const ucp_request_param_t *param)
+static ucs_memory_type_t ucp_memtype_classify_dt(ucp_worker_h worker,
+                                                 const ucp_dt_state_t *dt,
+                                                 const ucp_request_param_t *param)
 {
     const ucp_dt_iov_t *iov = dt->buffer;
     ucs_memory_type_t mem_type;
@@ -280,6 +308,17 @@ ucs_memory_type_t ucp_memtype_of_dt(ucp_worker_h worker, const ucp_dt_state_t *d
         /* Generic: the application's pack/unpack handle their memory. */
         return UCS_MEMORY_TYPE_HOST;
     }
+}
+
+ucs_memory_type_t ucp_memtype_of_dt(ucp_worker_h worker, const ucp_dt_state_t *dt,
+                                    const ucp_request_param_t *param)
+{
+    ucs_memory_type_t mem_type = ucp_memtype_classify_dt(worker, dt, param);
+
+    if (mem_type != UCS_MEMORY_TYPE_HOST) {
+        ucp_memtype_fence(worker->context, dt->buffer, dt->length);
+    }
+    return mem_type;
 }
 
 /*

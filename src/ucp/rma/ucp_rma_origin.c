@@ -60,6 +60,7 @@ static ucs_status_t ucp_rma_stage(ucp_request_t *req,
     if (mem_type == UCS_MEMORY_TYPE_HOST) {
         return UCS_OK;
     }
+    ucp_memtype_fence(context, req->dt.buffer, req->dt.length);
     return (req->u.rma.kind == UCP_RMA_KIND_PUT) ?
            ucp_memtype_stage_send(req, mem_type) :
            ucp_memtype_stage_recv(req, mem_type);

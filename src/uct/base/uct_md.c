@@ -3,6 +3,7 @@
 #endif
 
 #include "uct_md.h"
+#include <uct/api/v2/uct_v2.h>
 
 #include <ucs/debug/log.h>
 
@@ -216,6 +217,14 @@ ucs_status_t uct_md_mem_query(uct_md_h md, const void *address, size_t length,
         return UCS_ERR_UNSUPPORTED;
     }
     return md->ops->mem_query(md, address, length, mem_attr);
+}
+
+ucs_status_t uct_md_mem_fence(uct_md_h md, const void *address, size_t length)
+{
+    if (md->ops->mem_fence == NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return md->ops->mem_fence(md, address, length);
 }
 
 ucs_status_t uct_md_mkey_pack(uct_md_h md, uct_mem_h memh, void *rkey_buffer)

@@ -29,6 +29,7 @@ typedef struct uct_md_ops {
                                        ucs_memory_type_t *mem_type_p);
     ucs_status_t (*mem_query)(uct_md_h md, const void *address, size_t length,
                               uct_md_mem_attr_t *mem_attr);
+    ucs_status_t (*mem_fence)(uct_md_h md, const void *address, size_t length);
 } uct_md_ops_t;
 
 /** Base of every md (transports embed it first). */

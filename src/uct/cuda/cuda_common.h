@@ -124,6 +124,18 @@ void uct_cuda_sync_memops_subscribe(void);
 /** Drop the reference taken by uct_cuda_sync_memops_subscribe(). */
 void uct_cuda_sync_memops_unsubscribe(void);
 
+/**
+ * Wait for the work the calling thread queued on the legacy and per-thread
+ * default streams of its current context, if any is pending (one query per
+ * stream otherwise): what a request must do before the library, or a peer
+ * through an IPC mapping, touches device memory the application has just
+ * written or is about to receive into (cuda_app_streams.c).
+ *
+ * @return UCS_OK, also when the thread has no context; UCS_ERR_IO_ERROR if
+ *         the wait failed (the context is broken).
+ */
+ucs_status_t uct_cuda_wait_app_streams(void);
+
 /** One asynchronous operation (or flush marker) waiting for its event. */
 typedef struct uct_cuda_op {
     CUevent            event;

@@ -353,6 +353,16 @@ static ucs_status_t uct_cuda_copy_md_mkey_pack(uct_md_h md, uct_mem_h memh,
     return UCS_OK;
 }
 
+/* A request is taking device memory (uct_md_mem_fence): whatever the
+ * address, the work to wait for is on the calling thread's streams. */
+static ucs_status_t uct_cuda_copy_md_mem_fence(uct_md_h md, const void *address,
+                                               size_t length)
+{
+    (void)md;
+    (void)address;
+    return (length == 0) ? UCS_OK : uct_cuda_wait_app_streams();
+}
+
 static const uct_md_ops_t uct_cuda_copy_md_ops = {
     .close              = uct_cuda_copy_md_close,
     .query              = uct_cuda_copy_md_query,
@@ -362,7 +372,8 @@ static const uct_md_ops_t uct_cuda_copy_md_ops = {
     .mem_dereg          = uct_cuda_copy_md_mem_dereg,
     .mkey_pack          = uct_cuda_copy_md_mkey_pack,
     .detect_memory_type = uct_cuda_copy_md_detect_memory_type,
-    .mem_query          = uct_cuda_copy_md_mem_query
+    .mem_query          = uct_cuda_copy_md_mem_query,
+    .mem_fence          = uct_cuda_copy_md_mem_fence
 };
 
 static ucs_status_t uct_cuda_copy_md_open(uct_component_t *component,

@@ -120,6 +120,34 @@ typedef struct {
  */
 ucs_status_t uct_iface_estimate_perf(uct_iface_h iface, uct_perf_attr_t *perf_attr);
 
+/**
+ * @ingroup UCT_MD
+ * @brief Order the transports' coming accesses to memory after the device
+ *        work the calling thread has already queued for it.
+ *
+ * An extension of this fork (upstream has no such call). A device buffer
+ * an application has just written with work it queued and did not wait for
+ * (an asynchronous copy or memset on a default stream, as CuPy does) must
+ * not be read, by this process or by a peer through a mapping, before that
+ * work lands; nor may a buffer about to be received into be written before
+ * work still queued on it (a pending memset would land over the message).
+ * UCP calls this when a request takes device memory, in the posting thread.
+ * For CUDA memory it waits for pending work on the calling thread's legacy
+ * and per-thread default streams; when they are idle it costs one query
+ * each. Work on the application's own streams is the application's to
+ * order before it posts the request.
+ *
+ * @param [in] md       Memory domain that detects the memory type.
+ * @param [in] address  Start of the memory; may be NULL when @a length is 0.
+ * @param [in] length   Its length; 0 only asks whether the domain supports
+ *                      the call, and waits for nothing.
+ *
+ * @return UCS_OK; UCS_ERR_UNSUPPORTED if the domain has nothing to order
+ *         (host memory domains); UCS_ERR_IO_ERROR if the wait failed (the
+ *         device context is broken).
+ */
+ucs_status_t uct_md_mem_fence(uct_md_h md, const void *address, size_t length);
+
 END_C_DECLS
 
 #endif
