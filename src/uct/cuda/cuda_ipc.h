@@ -99,6 +99,10 @@ size_t uct_cuda_ipc_export_cache_size(void);
 /** Number of driver exports made so far (tests: cache hits add none). */
 uint64_t uct_cuda_ipc_export_count(void);
 
+/** Number of peer buffers mapped so far by every iface of the process
+ *  (tests: cache hits add none). Thread safe. */
+uint64_t uct_cuda_ipc_import_count(void);
+
 /** The UUID of device @a ordinal (cached), as put in keys; zero when unknown. */
 void uct_cuda_ipc_device_uuid(int ordinal, uint8_t uuid[16]);
 

@@ -37,6 +37,14 @@ typedef struct {
     uint64_t remote_base;
 } uct_cuda_ipc_map_key_t;
 
+/* Mappings made by every iface of the process (uct_cuda_ipc_import_count). */
+static uint64_t uct_cuda_ipc_import_driver_calls;
+
+uint64_t uct_cuda_ipc_import_count(void)
+{
+    return __atomic_load_n(&uct_cuda_ipc_import_driver_calls, __ATOMIC_RELAXED);
+}
+
 static uint64_t uct_cuda_ipc_map_hash(uint32_t pid, uint64_t pid_ns, uint64_t base)
 {
     return ucs_hash_u64(base ^ ucs_hash_u64(((uint64_t)pid << 32) ^ pid_ns));
@@ -469,6 +477,7 @@ ucs_status_t uct_cuda_ipc_cache_get(uct_cuda_ipc_cache_t *cache,
         ++m->pool->mappings;
     }
     ++cache->imports;
+    __atomic_fetch_add(&uct_cuda_ipc_import_driver_calls, 1, __ATOMIC_RELAXED);
 
     m->cache       = cache;
     m->kind        = key->kind;
