@@ -1,7 +1,9 @@
 #!/bin/bash
 # Open MPI with GPU buffers of every allocation kind, over our libraries and
 # over the system's own UCX, on a GPU machine (docs/openmpi.md):
-#   - builds test/mpi/{mpi_p2p,mpi_osc,mpi_pingpong}.c with mpicc -DHAVE_CUDA;
+#   - builds test/mpi/{mpi_p2p,mpi_osc,mpi_pingpong,mpi_blocking}.c with
+#     mpicc -DHAVE_CUDA (mpi_blocking: blocking sends from a fresh buffer,
+#     and a fresh pool, per size: first and later messages timed apart);
 #   - runs each with 2 ranks, for each buffer kind (host, cuda, cuda-async,
 #     cuda-pool, cuda-vmm), both ranks on one GPU and (with 2 GPUs) one rank
 #     per GPU, over two stacks:
@@ -31,7 +33,7 @@ out=${OUT:-$PWD/gpu-mpi-out}/mpi
 cuda_dir=${CUDA_DIR:-/usr/local/cuda}
 mpicc=${MPICC:-mpicc}
 kinds=${KINDS:-host cuda cuda-async cuda-pool cuda-vmm}
-progs=${PROGS:-mpi_p2p mpi_osc mpi_pingpong}
+progs=${PROGS:-mpi_p2p mpi_osc mpi_pingpong mpi_blocking}
 budget=${TIME_BUDGET:-280}
 tls_ours=${UCX_TLS_OURS:-sm,self,cuda}
 start=$SECONDS

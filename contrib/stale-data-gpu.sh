@@ -32,7 +32,7 @@ if [ $# -gt 0 ] && [ "$1" != "--" ]; then
     shift
 fi
 [ "${1:-}" = "--" ] && shift
-case $build in /*) ;; *) build=$src/$build ;; esac
+case $build in /*) ;; *) build=$PWD/$build ;; esac
 
 if [ "${CUDASIM:-no}" = yes ]; then
     reps=${REPS:-3}

@@ -60,7 +60,7 @@ gpu_kinds=""
 if [ -f "$cuda_dir/include/cuda.h" ] && [ -f "$sim/libcuda.so.1" ] &&
    [ -f "$build/src/uct/cuda/.libs/libuct_cuda.so" ]; then
     gpu_kinds="cuda cuda-async cuda-pool cuda-vmm"
-    for prog in mpi_p2p mpi_osc; do
+    for prog in mpi_p2p mpi_osc mpi_blocking; do
         mpicc -O1 -Wall -Werror -DHAVE_CUDA -I"$cuda_dir/include" \
             -o "$work/${prog}_cuda" "$src/test/mpi/$prog.c" \
             -L"$cuda_dir/lib64" -lcudart -lcuda ||
@@ -78,6 +78,9 @@ run() {
     local name=$1 np=$2 lp=$3 prog=$4 exe=$5
     shift 5
     local out="$work/$name.$np.out" rc ours selected
+    # UCX_TLS_MPI=default: the transports a user gets (no UCX_TLS at all)
+    local tls=(-x UCX_TLS="${UCX_TLS_MPI:-posix,self,tcp}")
+    [ "${UCX_TLS_MPI:-}" = default ] && tls=()
     # pml_ucx_tls/devices any: Open MPI 4.1 enables pml ucx only on the
     # InfiniBand transports it lists unless told otherwise.
     LD_LIBRARY_PATH="$lp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -85,7 +88,7 @@ run() {
         --mca pml ucx --mca osc ucx --mca btl self \
         --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca pml_base_verbose 10 \
-        -x LD_LIBRARY_PATH -x UCX_TLS="${UCX_TLS_MPI:-posix,self,tcp}" \
+        -x LD_LIBRARY_PATH "${tls[@]}" \
         "$exe" "$@" >"$out" 2>&1
     rc=$?
     ours=$(grep -c "libucp: $build/src/ucp/.libs/libucp.so" "$out")
@@ -122,5 +125,11 @@ for kind in $gpu_kinds; do
                 "$kind" --driver-api
         done
     done
+done
+# Blocking sends from fresh buffers (a fresh pool per size), with the
+# default transports: every byte of the last message of each size checked.
+for kind in $gpu_kinds; do
+    UCX_TLS_MPI=default run "mpi_blocking.$kind" 2 "$libs:$sim" mpi_blocking \
+        "$work/mpi_blocking_cuda" "$kind" --driver-api -r 1 -m 4194304
 done
 exit $failed

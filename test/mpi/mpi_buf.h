@@ -132,6 +132,22 @@ static inline CUmemoryPool mpi_buf_pool(int dev)
     return mpi_buf.pools[dev];
 }
 
+/* Destroy the pools made so far, so that the next cuda-pool buffer comes
+ * from a pool nobody has seen (the peer must import it anew): what a program
+ * that makes a pool per phase or per message size does. Every buffer of the
+ * pools must have been freed. */
+static inline void mpi_buf_fresh_pools(void)
+{
+    int dev;
+
+    for (dev = 0; dev < 16; ++dev) {
+        if (mpi_buf.pools[dev] != NULL) {
+            MPI_CU(cuMemPoolDestroy(mpi_buf.pools[dev]));
+            mpi_buf.pools[dev] = NULL;
+        }
+    }
+}
+
 static inline void *mpi_buf_vmm_alloc(int dev, size_t *length_p,
                                CUmemGenericAllocationHandle *handle_p)
 {
