@@ -21,7 +21,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 mpi() { local v=$1; shift; timeout 150 mpirun --allow-run-as-root -np 2 --mca pml ucx --mca pml_ucx_tls any \
   --mca pml_ucx_devices any --mca btl self -x LD_LIBRARY_PATH=$d/$v/inst/lib -x PYTHONUNBUFFERED=1 "$@"; }
 for v in before after; do [ -d $d/$v/inst ] || continue; for o in library context; do
-  echo "== cupy $v $o"; mpi $v python3 $d/stale_cupy_mpi.py 20 $o 2>&1 | tail -20 | tee -a $OUT/cupy-$v.log
+  echo "== cupy $v $o"; mpi $v python3 $d/stale_cupy_mpi.py 20 $o 2>&1 |
+    grep -E 'B .*messages|total|order|rror' | tee -a $OUT/cupy-$v.log
 done; done
 cd $d/after/x/ucx-tree
 echo "== matrix after"
