@@ -24,6 +24,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define UCP_RKEY_MAGIC   0x4b504355u /* "UCPK" */
 #define UCP_RKEY_VERSION 1
@@ -36,6 +40,7 @@ struct ucp_mem {
     ucs_memory_type_t mem_type;
     int               alloc_md;    /* md that allocated it, -1: none */
     int               malloced;    /* we malloc'ed it */
+    size_t            mmapped;     /* bytes we mmap'ed at a fixed address */
     uct_mem_h         *uct_memh;   /* per md of the context, or NULL */
     uint64_t          rma_id;      /* remote requests name it so, 0: none */
 };
@@ -80,8 +85,54 @@ static void ucp_mem_release(ucp_mem_h memh)
     if (memh->malloced) {
         free(memh->address);
     }
+    if (memh->mmapped > 0) {
+        munmap(memh->address, memh->mmapped);
+    }
     free(memh->uct_memh);
     free(memh);
+}
+
+/*
+ * Host memory exactly at the caller's address (UCP_MEM_MAP_FIXED), when no
+ * memory domain offers it: what Open MPI's symmetric heap asks for (every PE
+ * maps its heap at the same address). The range must be page aligned and
+ * free; MAP_FIXED_NOREPLACE never replaces a mapping that is there.
+ */
+static ucs_status_t ucp_mem_allocate_fixed_host(ucp_mem_h memh)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t length;
+    void *ptr;
+
+    if ((memh->address == NULL) || ((uintptr_t)memh->address % page)) {
+        ucs_error("ucp_mem_map: UCP_MEM_MAP_FIXED needs a page-aligned address "
+                  "(%zu bytes), not %p", page, memh->address);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (memh->length > SIZE_MAX - page) {
+        ucs_error("ucp_mem_map: %zu bytes at %p: too large", memh->length,
+                  memh->address);
+        return UCS_ERR_NO_MEMORY;
+    }
+    length = (memh->length + page - 1) / page * page;
+    ptr    = mmap(memh->address, length, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (ptr == MAP_FAILED) {
+        ucs_error("ucp_mem_map: cannot allocate %zu bytes at %p: %s", length,
+                  memh->address,
+                  (errno == EEXIST) ? "the range is already mapped" : strerror(errno));
+        return (errno == EINVAL) ? UCS_ERR_INVALID_PARAM : UCS_ERR_NO_MEMORY;
+    }
+    if (ptr != memh->address) {
+        /* a kernel older than 4.17 took the flag for a hint */
+        munmap(ptr, length);
+        ucs_error("ucp_mem_map: cannot allocate %zu bytes at %p: the kernel "
+                  "placed them elsewhere", length, memh->address);
+        return UCS_ERR_NO_MEMORY;
+    }
+    memh->mmapped = length;
+    ucs_debug("ucp: mapped %zu bytes at fixed address %p", length, ptr);
+    return UCS_OK;
 }
 
 static ucs_status_t ucp_mem_allocate(ucp_mem_h memh, unsigned flags)
@@ -109,6 +160,9 @@ static ucs_status_t ucp_mem_allocate(ucp_mem_h memh, unsigned flags)
                       address, context->mds[i].md_name);
             return UCS_OK;
         }
+    }
+    if ((memh->mem_type == UCS_MEMORY_TYPE_HOST) && (flags & UCP_MEM_MAP_FIXED)) {
+        return ucp_mem_allocate_fixed_host(memh);
     }
     if ((memh->mem_type != UCS_MEMORY_TYPE_HOST) || (flags & UCP_MEM_MAP_FIXED)) {
         ucs_error("ucp_mem_map: no memory domain can allocate %s memory%s",

@@ -5,6 +5,8 @@
  */
 #include "ucp_test.h"
 
+#include <sys/mman.h>
+
 #include <vector>
 
 using namespace ucx_test;
@@ -169,4 +171,84 @@ TEST(test_ucp_mem, allocated_posix_region_is_readable_by_the_peer_process)
             ASSERT_TRUE(ch.barrier());
         },
         60);
+}
+
+/*
+ * UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED of host memory (issue 30: Open
+ * MPI's symmetric heap, sshmem ucx, asks for its heap at an address it
+ * chose): a free, page-aligned range is mapped exactly there, registered
+ * (its key packs) and given back by ucp_mem_unmap; a taken range, an
+ * unaligned address and an impossible length are refused with an error.
+ */
+namespace {
+
+ucs_status_t map_fixed(ucp_context_h ctx, void *address, size_t length,
+                       ucp_mem_h *memh)
+{
+    ucp_mem_map_params_t p;
+
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                   UCP_MEM_MAP_PARAM_FIELD_FLAGS | UCP_MEM_MAP_PARAM_FIELD_PROT;
+    p.address    = address;
+    p.length     = length;
+    p.flags      = UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED | UCP_MEM_MAP_NONBLOCK;
+    p.prot       = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE |
+                   UCP_MEM_MAP_PROT_REMOTE_READ | UCP_MEM_MAP_PROT_REMOTE_WRITE;
+    return ucp_mem_map(ctx, &p, memh);
+}
+
+/* An address range nothing is mapped at now. */
+void *free_range(size_t length)
+{
+    void *p = mmap(NULL, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    EXPECT_NE(MAP_FAILED, p);
+    munmap(p, length);
+    return p;
+}
+
+} // namespace
+
+TEST(test_ucp_mem, fixed_address_allocation_of_host_memory)
+{
+    ucp_entity e("", UCS_THREAD_MODE_SINGLE, UCP_FEATURE_RMA);
+    const size_t len = (1u << 20) + 100; /* not a page multiple */
+    ucp_mem_attr_t attr;
+    ucp_mem_h memh;
+    void *addr = free_range(4u << 20);
+
+    ASSERT_EQ(UCS_OK, map_fixed(e.context(), addr, len, &memh));
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+    ASSERT_EQ(UCS_OK, ucp_mem_query(memh, &attr));
+    EXPECT_EQ(addr, attr.address);
+    EXPECT_EQ(len, attr.length);
+    memset(addr, 0x5a, len); /* ours to write */
+    void *rkey;
+    size_t rkey_size;
+    EXPECT_EQ(UCS_OK, ucp_rkey_pack(e.context(), memh, &rkey, &rkey_size));
+    ucp_rkey_buffer_release(rkey);
+
+    /* the range is taken now: a second fixed allocation there fails */
+    ucp_mem_h again = NULL;
+    EXPECT_NE(UCS_OK, map_fixed(e.context(), addr, 4096, &again));
+    EXPECT_EQ(UCS_OK, ucp_mem_unmap(e.context(), memh));
+
+    /* given back: the same range can be mapped again */
+    ASSERT_EQ(UCS_OK, map_fixed(e.context(), addr, len, &memh));
+    EXPECT_EQ(UCS_OK, ucp_mem_unmap(e.context(), memh));
+
+    /* a mapping of someone else's there is never replaced */
+    void *other = mmap(addr, 4096, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    ASSERT_EQ(addr, other);
+    memset(other, 0x11, 4096);
+    EXPECT_NE(UCS_OK, map_fixed(e.context(), addr, len, &again));
+    EXPECT_EQ(0x11, ((unsigned char*)other)[100]);
+    munmap(other, 4096);
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              map_fixed(e.context(), (char*)addr + 100, 4096, &again)); /* unaligned */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, map_fixed(e.context(), NULL, 4096, &again));
+    EXPECT_NE(UCS_OK, map_fixed(e.context(), addr, (size_t)1 << 62, &again)); /* too large */
 }
