@@ -1,8 +1,10 @@
 /*
  * One-sided communication over osc/ucx: MPI_Put, MPI_Get and
  * MPI_Accumulate with fence epochs, lock/unlock (passive target) with
- * MPI_Fetch_and_op and MPI_Compare_and_swap counters, and bidirectional
- * aggregate puts closed by MPI_Win_flush. Every value is checked.
+ * MPI_Fetch_and_op and MPI_Compare_and_swap counters, lock_all with gets
+ * and accumulates closed by MPI_Win_flush_all, post/start/complete/wait, a
+ * dynamic window (attach, put, detach), and bidirectional aggregate puts
+ * closed by MPI_Win_flush. Every value is checked.
  *
  * usage: mpi_osc [buffer kind] [--one-gpu] [--driver-api]   (mpi_buf.h)
  * With device buffers the windows are device memory (MPI_Win_create) and
@@ -158,6 +160,115 @@ static void test_aggregate_puts(MPI_Win win, unsigned char *base, int rank, int 
     free(src);
 }
 
+/*
+ * Passive target on every rank at once: lock_all, gets from every other
+ * rank and accumulates into rank 0, flush_all, unlock_all.
+ */
+static void test_lock_all(MPI_Win win, int *base, int rank, int size)
+{
+    int *host = malloc(WIN_INTS * sizeof(int)), *got = malloc(size * sizeof(int));
+    int i, r, one = 1;
+
+    for (i = 0; i < WIN_INTS; ++i) {
+        host[i] = rank * 100000 + i;
+    }
+    mpi_buf_copy(base, host, WIN_INTS * sizeof(int));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(MPI_Win_lock_all(0, win) == MPI_SUCCESS, "lock_all");
+    for (r = 0; r < size; ++r) {
+        CHECK(MPI_Get(&got[r], 1, MPI_INT, r, rank, 1, MPI_INT, win) == MPI_SUCCESS,
+              "get from %d", r);
+    }
+    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS, "flush_all after gets");
+    for (r = 0; r < size; ++r) {
+        CHECK(got[r] == r * 100000 + rank, "lock_all get from %d: %d", r, got[r]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* every get is done before the adds */
+    CHECK(MPI_Accumulate(&one, 1, MPI_INT, 0, WIN_INTS - 1, 1, MPI_INT, MPI_SUM,
+                         win) == MPI_SUCCESS, "accumulate");
+    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS, "flush_all after accumulate");
+    CHECK(MPI_Win_unlock_all(win) == MPI_SUCCESS, "unlock_all");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        mpi_buf_copy(&i, base + WIN_INTS - 1, sizeof(int));
+        CHECK(i == WIN_INTS - 1 + size, "accumulate under lock_all: %d", i);
+    }
+    free(got);
+    free(host);
+}
+
+/*
+ * Generalised active target (post/start/complete/wait): every rank exposes
+ * its window to the previous one and puts into the next one.
+ */
+static void test_pscw(MPI_Win win, int *base, int rank, int size)
+{
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size, i;
+    int *host = malloc(WIN_INTS * sizeof(int));
+    MPI_Group world, to, from;
+
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, 1, &next, &to);
+    MPI_Group_incl(world, 1, &prev, &from);
+    for (i = 0; i < WIN_INTS; ++i) {
+        host[i] = rank * 7 + i;
+    }
+    mpi_buf_set(base, 0, WIN_INTS * sizeof(int));
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(MPI_Win_post(from, 0, win) == MPI_SUCCESS, "post");
+    CHECK(MPI_Win_start(to, 0, win) == MPI_SUCCESS, "start");
+    CHECK(MPI_Put(host, WIN_INTS, MPI_INT, next, 0, WIN_INTS, MPI_INT, win) ==
+          MPI_SUCCESS, "put");
+    CHECK(MPI_Win_complete(win) == MPI_SUCCESS, "complete");
+    CHECK(MPI_Win_wait(win) == MPI_SUCCESS, "wait");
+    mpi_buf_copy(host, base, WIN_INTS * sizeof(int));
+    for (i = 0; i < WIN_INTS; ++i) {
+        CHECK(host[i] == prev * 7 + i, "pscw: base[%d] = %d", i, host[i]);
+    }
+    MPI_Group_free(&to);
+    MPI_Group_free(&from);
+    MPI_Group_free(&world);
+    free(host);
+}
+
+/*
+ * A dynamic window: each rank attaches a buffer of its own, publishes its
+ * address, and the previous rank puts into it under a lock.
+ */
+static void test_dynamic(int rank, int size)
+{
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size, i;
+    int *mem = malloc(WIN_INTS * sizeof(int)), *host = malloc(WIN_INTS * sizeof(int));
+    MPI_Aint mine, theirs;
+    MPI_Win win;
+
+    memset(mem, 0, WIN_INTS * sizeof(int));
+    CHECK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win) == MPI_SUCCESS,
+          "create_dynamic");
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    CHECK(MPI_Win_attach(win, mem, WIN_INTS * sizeof(int)) == MPI_SUCCESS, "attach");
+    MPI_Get_address(mem, &mine);
+    /* my address goes to the rank that writes to me */
+    MPI_Sendrecv(&mine, 1, MPI_AINT, prev, 9, &theirs, 1, MPI_AINT, next, 9,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (i = 0; i < WIN_INTS; ++i) {
+        host[i] = rank * 13 + i;
+    }
+    CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, win) == MPI_SUCCESS, "lock");
+    CHECK(MPI_Put(host, WIN_INTS, MPI_INT, next, theirs, WIN_INTS, MPI_INT, win) ==
+          MPI_SUCCESS, "put");
+    CHECK(MPI_Win_unlock(next, win) == MPI_SUCCESS, "unlock");
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (i = 0; i < WIN_INTS; ++i) {
+        CHECK(mem[i] == prev * 13 + i, "dynamic: mem[%d] = %d", i, mem[i]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(MPI_Win_detach(win, mem) == MPI_SUCCESS, "detach");
+    MPI_Win_free(&win);
+    free(host);
+    free(mem);
+}
+
 /* A window of @a length bytes: allocated by MPI for host buffers, device
  * memory of the chosen kind exposed with MPI_Win_create otherwise. */
 static void *win_make(size_t length, int disp_unit, MPI_Win *win)
@@ -198,6 +309,13 @@ int main(int argc, char **argv)
     base = win_make(WIN_INTS * sizeof(int), sizeof(int), &win);
     test_fence(win, base, rank, size);
     win_free(base, &win);
+
+    base = win_make(WIN_INTS * sizeof(int), sizeof(int), &win);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    test_lock_all(win, base, rank, size);
+    test_pscw(win, base, rank, size);
+    win_free(base, &win);
+    test_dynamic(rank, size);
 
     base = win_make((size_t)AGG_PUTS * AGG_MAX, 1, &win);
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
