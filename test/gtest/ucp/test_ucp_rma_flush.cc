@@ -4,9 +4,12 @@
  * directions at once, then a flush. A flush returns UCS_OK, a request, or an
  * error pointer, never "in progress" as a status, and its request completes
  * with UCS_OK once every operation before it has completed at the target.
- * Each flavour (ucp_ep_flush_nb, _nbx, ucp_worker_flush_nb, _nbx) after 0, 1
- * and many operations, over each transport and the default set; both
- * processes are origin and target, and each checks the bytes the other put.
+ * Each flavour (ucp_ep_flush_nb, _nbx, ucp_worker_flush_nb, _nbx) after 0,
+ * 1, 10^3 and 2 x 10^4 puts (and 10^5 for ucp_ep_flush_nb, Open MPI's),
+ * with a get and an atomic add behind every 10th put, over each transport
+ * and the default set; both processes are origin and target, and each
+ * checks the bytes the other put, what its gets read and the sum of the
+ * other's adds.
  * Before the fix a flush whose transport was out of resources when the last
  * answer arrived completed with UCS_ERR_NO_RESOURCE (IMB-RMA Bidir_put
  * aborted in MPI_Win_flush).
@@ -92,9 +95,12 @@ void serve_until_peer_done(ucp_entity &e, oob_channel &ch)
  * of the peer's region), one get and one atomic add behind them, then the
  * flush; returns once both sides are done. */
 void round(ucp_entity &e, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t remote,
-           std::vector<uint8_t> &src, size_t ops, size_t len, flush_kind f,
-           unsigned seed, oob_channel &ch)
+           uint64_t remote_counter, std::vector<uint8_t> &src, size_t ops,
+           size_t len, flush_kind f, unsigned seed, oob_channel &ch)
 {
+    /* every 10th put is followed by a get of its first 8 bytes and an
+     * atomic add to the peer's counter: gets and atomics outstanding too */
+    std::vector<uint64_t> gets(ops / 10 + 1, 0);
     std::vector<uint8_t> back(len ? len : 1);
     ucs_status_t cb_status = UCS_INPROGRESS, st;
     ucs_status_ptr_t amo   = NULL;
@@ -108,6 +114,13 @@ void round(ucp_entity &e, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t remote,
         st = ucp_put_nbi(ep, src.data() + i * len, len, remote + i * len, rkey);
         ASSERT_TRUE((st == UCS_OK) || (st == UCS_INPROGRESS))
                 << "put " << i << ": " << ucs_status_string(st);
+        if ((i % 10) == 9) {
+            st = ucp_get_nbi(ep, &gets[i / 10], 8, remote + i * len, rkey);
+            ASSERT_TRUE((st == UCS_OK) || (st == UCS_INPROGRESS)) << ucs_status_string(st);
+            st = ucp_atomic_post(ep, UCP_ATOMIC_POST_OP_ADD, 1, sizeof(uint64_t),
+                                 remote_counter, rkey);
+            ASSERT_EQ(UCS_OK, st) << ucs_status_string(st);
+        }
     }
     if (ops > 0) {
         st = ucp_get_nbi(ep, back.data(), len, remote, rkey);
@@ -135,9 +148,16 @@ void round(ucp_entity &e, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t remote,
         EXPECT_EQ(UCS_OK, cb_status) << flush_name(f);
     }
     if (ops > 0) {
-        /* the get came after this side's own puts to the same bytes */
+        /* the gets came after this side's own puts to the same bytes */
         for (size_t i = 0; i < len; ++i) {
             ASSERT_EQ(ucp_pattern(seed, i), back[i]) << flush_name(f) << " byte " << i;
+        }
+        for (size_t i = 9; (len >= 8) && (i < ops); i += 10) {
+            uint64_t want;
+            for (size_t b = 0; b < 8; ++b) {
+                ((uint8_t*)&want)[b] = ucp_pattern(seed, i * len + b);
+            }
+            ASSERT_EQ(want, gets[i / 10]) << flush_name(f) << " get after put " << i;
         }
     }
     serve_until_peer_done(e, ch);
@@ -145,10 +165,11 @@ void round(ucp_entity &e, ucp_ep_h ep, ucp_rkey_h rkey, uint64_t remote,
 
 void side(const std::string &tls, oob_channel &ch)
 {
-    static const size_t counts[] = {0, 1, 1000, 20000};
+    static const size_t counts[] = {0, 1, 1000, 20000, 100000};
     static const size_t lens[]   = {8, 1024};
-    const size_t max_ops = 20000, max_len = 1024;
-    const size_t region_len = max_ops * max_len + 64;
+    /* the largest round's puts (20000 x 1 KiB; 10^5 x 8 B is less), then
+     * the slot of the atomic adds */
+    const size_t region_len = 20000u * 1024 + 128;
     ucp_entity e(tls, UCS_THREAD_MODE_SINGLE, k_features);
     std::vector<uint8_t> src(region_len);
     std::string remote, packed;
@@ -180,6 +201,9 @@ void side(const std::string &tls, oob_channel &ch)
     ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(ep, packed.data(), &rkey));
 
     unsigned seed = 0;
+    uint64_t adds = 0;
+    memset((void*)(uintptr_t)base, 0, region_len);
+    ASSERT_TRUE(ch.barrier()); /* zeroed before the peer's first add */
     for (flush_kind f : {flush_kind::ep_nb, flush_kind::ep_nbx, flush_kind::worker_nb,
                          flush_kind::worker_nbx}) {
         for (size_t ops : counts) {
@@ -187,13 +211,21 @@ void side(const std::string &tls, oob_channel &ch)
                 SCOPED_TRACE(std::string(flush_name(f)) + ", " + std::to_string(ops) +
                              " x " + std::to_string(len) + " B");
                 ++seed;
-                ASSERT_NO_FATAL_FAILURE(round(e, ep, rkey, remote_base, src, ops, len,
-                                              f, seed, ch));
+                if (((ops * len) > (region_len - 128)) ||
+                    ((ops > 20000) && (f != flush_kind::ep_nb))) {
+                    continue; /* 10^5 operations: of 8 bytes, Open MPI's flush */
+                }
+                ASSERT_NO_FATAL_FAILURE(round(e, ep, rkey, remote_base,
+                                              remote_base + region_len - 64, src, ops,
+                                              len, f, seed, ch));
+                adds += ops / 10;
                 /* the peer's puts, all of them, are in our region now */
                 const uint8_t *mine = (const uint8_t*)(uintptr_t)base;
                 for (size_t i = 0; i < ops * len; ++i) {
                     ASSERT_EQ(ucp_pattern(seed, i), mine[i]) << "byte " << i;
                 }
+                /* and every one of its atomic adds */
+                ASSERT_EQ(adds, *(volatile uint64_t*)(uintptr_t)(base + region_len - 64));
                 ASSERT_TRUE(ch.barrier());
             }
         }
