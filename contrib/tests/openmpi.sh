@@ -28,18 +28,12 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     fi
 fi
 
-# Open MPI's plugins are not instrumented: they cannot load libraries built
-# with the sanitizers or fuzzing coverage (unresolved runtime symbols such
-# as __sancov_lowest_stack), so MPI_Init fails before our code runs. The
-# debug tree runs this test in full; here it is skipped, visibly.
-if grep -qE -- '-fsanitize=(address|fuzzer)' "$build/Makefile" 2>/dev/null; then
-    echo "SKIP: instrumented tree (sanitizers/fuzzing): Debian's Open MPI plugins cannot load it; the debug tree runs this test"
-    exit 77
-fi
+. "$src/contrib/tests/lib/ompi.sh"
+ompi_skip_instrumented "$build"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-libs="$build/src/ucp/.libs:$build/src/uct/.libs:$build/src/ucs/.libs:$build/src/ucm/.libs"
+libs=$(ompi_our_libs "$build")
 for l in ucp uct ucs ucm; do
     test -f "$build/src/$l/.libs/lib$l.so.0" || { echo "FAIL: lib$l.so.0 not built"; exit 1; }
 done
@@ -70,8 +64,7 @@ else
     echo "note: no CUDA toolkit, driver model or cuda transports: device-buffer runs skipped"
 fi
 
-root=()
-[ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
+root=("${ompi_root_args[@]}")
 
 # run NAME NP LIBPATH PROGRAM ARGS...: one mpirun over our libraries, checked.
 run() {

@@ -21,19 +21,15 @@ if ! command -v oshcc >/dev/null || ! command -v oshrun >/dev/null; then
     echo "SKIP: OpenSHMEM (oshcc, oshrun of openmpi-bin/libopenmpi-dev) is not installed"
     exit 77
 fi
-# Open MPI's plugins cannot load instrumented libraries (see openmpi.sh).
-if grep -qE -- '-fsanitize=(address|fuzzer)' "$build/Makefile" 2>/dev/null; then
-    echo "SKIP: instrumented tree (sanitizers/fuzzing): Debian's Open MPI plugins cannot load it; the debug tree runs this test"
-    exit 77
-fi
+. "$src/contrib/tests/lib/ompi.sh"
+ompi_skip_instrumented "$build"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-libs="$build/src/ucp/.libs:$build/src/uct/.libs:$build/src/ucs/.libs:$build/src/ucm/.libs"
+libs=$(ompi_our_libs "$build")
 oshcc -O1 -Wall -Werror -o "$work/shmem_basic" "$src/test/mpi/shmem_basic.c" ||
     { echo "FAIL: oshcc shmem_basic.c"; exit 1; }
-root=()
-[ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
+root=("${ompi_root_args[@]}")
 
 failed=0
 for np in 2 4; do

@@ -33,17 +33,6 @@ const unsigned k_messages     = 10;
 const size_t k_sizes[]        = {8, 4096, 65536, 1u << 20, 4u << 20};
 const size_t k_vmm_gran       = 2ul << 20;
 
-/* A process-wide counter of the cuda_ipc module (loaded once the peer's
- * context exists). */
-uint64_t module_count(const char *name)
-{
-    typedef uint64_t (*count_fn_t)(void);
-    count_fn_t fn = (count_fn_t)uct_cuda_test::module_symbol(name);
-
-    EXPECT_TRUE(fn != NULL) << name;
-    return (fn != NULL) ? fn() : 0;
-}
-
 size_t alloc_size(mem_kind kind, size_t size)
 {
     bool vmm = (kind == mem_kind::vmm_posix_fd);
@@ -61,8 +50,8 @@ struct ipc_counts {
 
 ipc_counts counts_now()
 {
-    return {module_count("uct_cuda_ipc_export_count"),
-            module_count("uct_cuda_ipc_import_count")};
+    return {uct_cuda_test::module_counter("uct_cuda_ipc_export_count"),
+            uct_cuda_test::module_counter("uct_cuda_ipc_import_count")};
 }
 
 ipc_counts counts_since(const ipc_counts &before)

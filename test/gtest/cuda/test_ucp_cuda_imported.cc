@@ -36,16 +36,6 @@ const size_t k_size    = 4u << 20; /* two 2 MiB chunks for VMM */
 const size_t k_sizes[] = {8, 4096, 65536, 1u << 20, 4u << 20};
 const unsigned k_seed  = 7;
 
-uint64_t exports_made()
-{
-    typedef uint64_t (*count_fn_t)(void);
-    count_fn_t fn = (count_fn_t)uct_cuda_test::module_symbol(
-            "uct_cuda_ipc_export_count");
-
-    EXPECT_TRUE(fn != NULL);
-    return (fn != NULL) ? fn() : 0;
-}
-
 struct export_msg {
     CUmemPoolPtrExportData ptr_data;
     int                    nchunks;
@@ -155,7 +145,7 @@ void importer(mem_kind kind, oob_channel &oob)
     EXPECT_EQ(0ull, types) << "an imported mapping";
 
     ASSERT_NO_FATAL_FAILURE(p.init(oob));
-    uint64_t before = exports_made();
+    uint64_t before = uct_cuda_test::module_counter("uct_cuda_ipc_export_count");
     for (size_t size : k_sizes) {
         ucp_request_param_t param;
 
@@ -164,7 +154,7 @@ void importer(mem_kind kind, oob_channel &oob)
                                                   size, &param)))
                 << cuda_test::kind_name(kind) << ", " << size << " B";
     }
-    EXPECT_EQ(0u, exports_made() - before)
+    EXPECT_EQ(0u, uct_cuda_test::module_counter("uct_cuda_ipc_export_count") - before)
             << "the sender exported a mapping of another process's memory";
     p.cleanup(oob);
     if (kind == mem_kind::pool_posix_fd) {

@@ -151,6 +151,20 @@ inline void *module_symbol(const char *name)
     return sym;
 }
 
+/** A process-wide counter of the module (uct_cuda_ipc_export_count,
+ *  uct_cuda_ipc_import_count), 0 with a failure if it is not there. */
+inline uint64_t module_counter(const char *symbol)
+{
+    typedef uint64_t (*fn_t)(void);
+    fn_t fn = (fn_t)module_symbol(symbol);
+
+    if (fn == NULL) {
+        ADD_FAILURE() << symbol << " not found";
+        return 0;
+    }
+    return fn();
+}
+
 /** Mapping-cache statistics of a cuda_ipc iface. */
 struct ipc_cache_stats {
     uint64_t imports = 0, hits = 0;

@@ -1,0 +1,22 @@
+# Sourced by the Open MPI and OpenSHMEM tests (contrib/tests/openmpi.sh,
+# openshmem.sh): what both need before they run anything.
+
+# Exit 77 (skip, visibly) for a tree Open MPI's plugins cannot load. They are
+# not instrumented: libraries built with the sanitizers or fuzzing coverage
+# leave runtime symbols unresolved (__sancov_lowest_stack), so MPI_Init fails
+# before our code runs. The debug tree runs these tests in full.
+ompi_skip_instrumented() { # BUILD_DIR
+    if grep -qE -- '-fsanitize=(address|fuzzer)' "$1/Makefile" 2>/dev/null; then
+        echo "SKIP: instrumented tree (sanitizers/fuzzing): Debian's Open MPI plugins cannot load it; the debug tree runs this test"
+        exit 77
+    fi
+}
+
+# mpirun/oshrun options for root (CI runs as root).
+ompi_root_args=()
+[ "$(id -u)" -eq 0 ] && ompi_root_args=(--allow-run-as-root)
+
+# Our build's libraries, first on LD_LIBRARY_PATH of every rank.
+ompi_our_libs() { # BUILD_DIR
+    echo "$1/src/ucp/.libs:$1/src/uct/.libs:$1/src/ucs/.libs:$1/src/ucm/.libs"
+}
