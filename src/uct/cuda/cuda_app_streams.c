@@ -19,11 +19,12 @@
  * So when a request takes a device buffer, the library waits for what the
  * posting thread already queued on its legacy and per-thread default
  * streams of its current context, the streams a program that "did not use
- * streams" used. A stream query costs well under a microsecond when the
- * stream is idle (the common case: the application synchronised); only
- * pending work is waited for, which the transfer would have to wait for in
- * any case. Work on the application's own streams stays the application's
- * to order, as with any CUDA library.
+ * streams" used. A query costs little when the stream is idle (the common
+ * case: the application synchronised); only pending work is waited for.
+ * That includes unrelated work the program meant to overlap with the
+ * transfer: such a program must use a stream of its own. Work on the
+ * application's own streams stays the application's to order, as with any
+ * CUDA library.
  */
 
 #include "cuda_common.h"
