@@ -77,7 +77,14 @@ if [ -e "$cudasim/libcuda.so.1" ] && grep -q 'gpu_info' "$BUILD_DIR/src/tools/in
     echo "$hooks"
     grep -q 'CUDA hooks installed' <<<"$hooks"
     grep -q 'lookup of that allocation: cuda, device 0' <<<"$hooks"
-    proto=$(LD_LIBRARY_PATH=$cudasim "$info" -p -m cuda,cuda-vmm -s 8,1M)
+    # Leak checking off for this one call: on some machines LeakSanitizer's
+    # exit-time scan itself crashes here ("Tracer caught signal 11" while it
+    # walks a thread's dynamic TLS, after the model's pinned staging
+    # buffers of the 1 MiB pipeline); seen at b7e648c as well, so not a
+    # defect of ours. The same protocols run in gtest_cuda under the
+    # sanitizers.
+    proto=$(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+            LD_LIBRARY_PATH=$cudasim "$info" -p -m cuda,cuda-vmm -s 8,1M)
     echo "$proto"
     [ "$(grep -cE '^ +[0-9]+ ' <<<"$proto")" -eq 2 ]
 else
