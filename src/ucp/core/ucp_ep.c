@@ -599,21 +599,12 @@ static ucs_status_t ucp_ep_flush_progress(ucp_request_t *req)
 void ucp_ep_flush_resume(ucp_request_t *req, ucs_status_t status)
 {
     if (status == UCS_OK) {
-        status = ucp_ep_flush_uct(req);
-        if ((status == UCS_OK) && !(req->flags & UCP_REQ_FLAG_FLUSH_DONE)) {
-            return;
-        }
-        if (status == UCS_ERR_NO_RESOURCE) {
-            /* The transport is busy with what was sent meanwhile (Open MPI
-             * flushes after 1000s of puts each way): queue the flush again;
-             * the send queue retries it when resources return. */
-            ucs_trace("ucp: flush of ep %s waits for transport resources",
-                      req->ep->name);
-            ucp_ep_push(req->ep, req);
-            return;
-        }
+        /* Back through the send queue, the one place that flushes the
+         * transport and retries when it is busy (Open MPI flushes after
+         * 1000s of puts each way: the answers to the peer's fill it). */
+        ucp_ep_push(req->ep, req);
+        return;
     }
-    req->flags &= ~UCP_REQ_FLAG_FLUSH_DONE;
     ucp_ep_flush_done(req, status);
 }
 
