@@ -144,6 +144,11 @@ static unsigned uct_tcp_iface_report_failures(uct_tcp_iface_t *iface)
     return count;
 }
 
+static inline int uct_tcp_iface_is_idle(const uct_tcp_iface_t *iface)
+{
+    return ucs_list_is_empty(&iface->eps) && ucs_list_is_empty(&iface->rx_conns);
+}
+
 static unsigned uct_tcp_iface_progress(uct_iface_h tl_iface)
 {
     uct_tcp_iface_t *iface = uct_tcp_iface(tl_iface);
@@ -151,6 +156,11 @@ static unsigned uct_tcp_iface_progress(uct_iface_h tl_iface)
     unsigned count = 0, gen;
     uct_tcp_watch_t *watch;
     int i, n;
+
+    if (ucs_likely(uct_tcp_iface_is_idle(iface)) &&
+        ((++iface->idle_calls & (UCT_TCP_IDLE_POLL_PERIOD - 1)) != 0)) {
+        return 0;
+    }
 
     n = epoll_wait(iface->epfd, events, UCT_TCP_MAX_EVENTS, 0);
     if (ucs_unlikely(n < 0)) {
@@ -203,6 +213,9 @@ static ucs_status_t uct_tcp_iface_event_arm(uct_iface_h tl_iface, unsigned event
 {
     uct_tcp_iface_t *iface = uct_tcp_iface(tl_iface);
 
+    /* The caller sleeps on the epoll fd next: when it wakes, a connection
+     * is waiting and the following progress must look. */
+    iface->idle_calls = UCT_TCP_IDLE_POLL_PERIOD - 1;
     return ucs_list_is_empty(&iface->failed_eps) ? UCS_OK : UCS_ERR_BUSY;
 }
 

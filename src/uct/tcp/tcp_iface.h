@@ -14,7 +14,10 @@
  * Progress (uct_iface_progress / uct_worker_progress) polls the epoll set
  * without blocking and handles what is ready: accepts, received frames,
  * connection completion, writability for queued data and pending requests.
- * The epoll descriptor is the iface's event fd for blocking waits.
+ * While the iface has no connection at all it polls only one call in
+ * UCT_TCP_IDLE_POLL_PERIOD, so an unused tcp costs no system call on the
+ * progress path. The epoll descriptor is the iface's event fd for blocking
+ * waits; arming it makes the next progress poll at once.
  *
  * Capabilities: active messages (short, bcopy, zcopy), pending queue,
  * peer-failure handling, connect-to-iface, event fd. Put and get are not
@@ -48,6 +51,15 @@ BEGIN_C_DECLS
 
 /** Events handled per epoll_wait() in one progress call. */
 #define UCT_TCP_MAX_EVENTS      16
+
+/**
+ * An iface with no connection has only its listener to watch, and nobody
+ * waits on a connection being accepted a few microseconds late: its
+ * progress polls once per this many calls (a power of two). A process whose
+ * peers are all reached over shared memory thus pays about one load and
+ * one branch per progress call for having tcp open.
+ */
+#define UCT_TCP_IDLE_POLL_PERIOD 64
 
 /** What a socket watched by the iface's epoll set is. */
 typedef enum {
@@ -94,6 +106,9 @@ typedef struct uct_tcp_iface {
     /** Bumped whenever an ep or receive connection is destroyed, so that
      *  progress notices that events it already fetched may be stale. */
     unsigned            destroy_gen;
+    /** Progress calls while the iface had no connection (see
+     *  UCT_TCP_IDLE_POLL_PERIOD). */
+    unsigned            idle_calls;
     /** The ep whose pending queue is being dispatched: its queued requests
      *  may send although the queue is not empty. */
     struct uct_tcp_ep   *dispatching_ep;

@@ -8,7 +8,9 @@
 #include "common/resource_census.h"
 
 #include <arpa/inet.h>
+#include <atomic>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fstream>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -16,10 +18,29 @@
 #include <poll.h>
 #include <set>
 #include <sstream>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 using namespace ucx_test;
+
+/* Calls of epoll_wait() made by the libraries of this process: the
+ * executable's definition comes first in symbol lookup, so libuct's calls
+ * land here and go on to the next definition (libc, or a sanitizer's). */
+static std::atomic<unsigned long> test_tcp_epoll_wait_calls(0);
+
+extern "C" int epoll_wait(int epfd, struct epoll_event *events, int maxevents,
+                          int timeout)
+{
+    typedef int (*epoll_wait_fn_t)(int, struct epoll_event*, int, int);
+    static epoll_wait_fn_t next = NULL;
+
+    if (next == NULL) {
+        next = (epoll_wait_fn_t)dlsym(RTLD_NEXT, "epoll_wait");
+    }
+    ++test_tcp_epoll_wait_calls;
+    return next(epfd, events, maxevents, timeout);
+}
 
 namespace {
 
@@ -798,6 +819,61 @@ TEST_F(test_uct_tcp, large_messages_come_as_descriptors_the_handler_may_keep)
     destroy_entity(a);
     EXPECT_EQ(0, memcmp(kept, big.data(), big.size()));
     rec.release_descs();
+}
+
+/* An open tcp that no peer uses (every peer on this host reached over shared
+ * memory) must not cost a system call per progress call; it still accepts a
+ * connection, and once connected it looks at the sockets every call. */
+TEST_F(test_uct_tcp, an_iface_without_connections_rarely_polls_yet_still_accepts)
+{
+    const unsigned calls = 6400;
+    uct_test_entity *b   = entity();
+    unsigned long before;
+
+    before = test_tcp_epoll_wait_calls.load();
+    for (unsigned i = 0; i < calls; ++i) {
+        b->progress();
+    }
+    unsigned long idle_polls = test_tcp_epoll_wait_calls.load() - before;
+    EXPECT_GE(idle_polls, 1u) << "an idle iface never looks for connections";
+    EXPECT_LE(idle_polls, calls / 32) << "an idle iface polls on most progress calls";
+
+    uct_test_entity *a = entity();
+    uct_ep_h ep        = a->create_ep_to_iface(b->device_address(), b->iface_address());
+    am_recorder rec(*b, AM_ID);
+    check_roundtrip(ep, rec, [&] { return tcp_am_bcopy(ep, AM_ID, "hello"); },
+                    "hello");
+
+    before = test_tcp_epoll_wait_calls.load();
+    for (unsigned i = 0; i < 100; ++i) {
+        b->progress();
+    }
+    EXPECT_EQ(100u, test_tcp_epoll_wait_calls.load() - before)
+            << "a connected iface must look at its sockets on every call";
+}
+
+/* Arming the event fd of an idle iface makes the next progress look: a
+ * caller that slept until a connection arrived handles it at once. */
+TEST_F(test_uct_tcp, an_idle_iface_woken_by_its_event_fd_accepts_on_the_next_progress)
+{
+    uct_test_entity *a = entity(), *b = entity();
+    int fd;
+
+    ASSERT_UCS_OK(uct_iface_event_fd_get(b->iface(), &fd));
+    ASSERT_UCS_OK(uct_iface_event_arm(b->iface(), UCT_EVENT_RECV));
+    uct_ep_h ep = a->create_ep_to_iface(b->device_address(), b->iface_address());
+    am_recorder rec(*b, AM_ID);
+    ASSERT_UCS_OK(tcp_send_retry([&] { return tcp_am_bcopy(ep, AM_ID, "knock"); },
+                                 [&] { return a->progress(); }));
+
+    struct pollfd pfd = {fd, POLLIN, 0};
+    ASSERT_EQ(1, poll(&pfd, 1, 5000));
+    unsigned long before = test_tcp_epoll_wait_calls.load();
+    b->progress();
+    EXPECT_EQ(1u, test_tcp_epoll_wait_calls.load() - before);
+    ASSERT_TRUE(uct_progress_until([&] { return b->progress(); },
+                                   [&] { return rec.count() == 1; }));
+    EXPECT_EQ("knock", rec.msg(0).data);
 }
 
 TEST_F(test_uct_tcp, event_fd_wakes_a_blocked_receiver)
