@@ -55,16 +55,24 @@ static uint32_t ucp_address_checksum(const void *buffer, size_t length)
     return (uint32_t)(hash ^ (hash >> 32));
 }
 
-/* The messaging ifaces, then the rendezvous (cuda_ipc) iface if open. */
+/* The messaging ifaces, then the rendezvous lanes (device, host) that are
+ * open. */
 static unsigned ucp_address_num_ifaces(ucp_worker_h worker)
 {
-    return worker->num_ifaces + (worker->rma_iface.iface != NULL);
+    return worker->num_ifaces + (worker->rma_iface.iface != NULL) +
+           (worker->host_rma_iface.iface != NULL);
 }
 
 static const ucp_worker_iface_t *ucp_address_iface(ucp_worker_h worker,
                                                    unsigned i)
 {
-    return (i < worker->num_ifaces) ? &worker->ifaces[i] : &worker->rma_iface;
+    if (i < worker->num_ifaces) {
+        return &worker->ifaces[i];
+    }
+    if ((i == worker->num_ifaces) && (worker->rma_iface.iface != NULL)) {
+        return &worker->rma_iface;
+    }
+    return &worker->host_rma_iface;
 }
 
 static int ucp_address_include(const ucp_worker_iface_t *wiface, uint32_t flags)

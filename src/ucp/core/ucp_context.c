@@ -22,13 +22,13 @@ static const struct {
     const char *alias;
     const char *tls[3];
 } ucp_tl_aliases[] = {
-    {"shm",  {"posix", NULL}},
-    {"sm",   {"posix", NULL}},
+    {"shm",  {"posix", "cma", NULL}},
+    {"sm",   {"posix", "cma", NULL}},
     {"cuda", {"cuda_copy", "cuda_ipc", NULL}},
 };
 
 static const char *ucp_known_tl_names[] = {
-    "all", "self", "posix", "tcp", "cuda_copy", "cuda_ipc"
+    "all", "self", "posix", "cma", "tcp", "cuda_copy", "cuda_ipc"
 };
 
 ucs_memory_type_t ucp_memtype_host_lookup(const void *buffer, size_t length)
@@ -92,7 +92,7 @@ static void ucp_check_tl_names(ucp_context_h context,
             found |= !strcmp(name, context->rscs[k].desc.tl_name);
         }
         if (!found) {
-            ucs_warn("UCX_TLS: transport '%s' is not known (known: self, posix, "
+            ucs_warn("UCX_TLS: transport '%s' is not known (known: self, posix, cma, "
                      "shm, tcp, cuda_copy, cuda_ipc, cuda)", name);
         }
     }

@@ -216,6 +216,7 @@ struct ucp_ep {
     uct_ep_h                uct_ep;
     ucp_worker_iface_t      *wiface;
     uct_ep_h                rma_ep;       /* cuda_ipc to the peer, or NULL */
+    uct_ep_h                host_rma_ep;  /* host rendezvous lane, or NULL */
     struct ucp_rndv_key_cache *rndv_keys; /* the peer's unpacked cuda_ipc keys */
     uint64_t                remote_uuid;
     size_t                  max_short;    /* eager payload via am_short */
@@ -276,6 +277,9 @@ struct ucp_worker {
     uct_ep_h           mt_ep;
     ucp_worker_iface_t rma_iface;    /* cuda_ipc for rendezvous (iface NULL
                                         when not selected) */
+    ucp_worker_iface_t host_rma_iface; /* reads peers' host memory for
+                                          rendezvous (ucp_rndv_host.c);
+                                          iface NULL when none */
     struct ucp_rndv_worker *rndv;    /* rendezvous state (ucp_rndv.h) */
     uint64_t           proto_stats[UCP_PROTO_STAT_LAST];
 };

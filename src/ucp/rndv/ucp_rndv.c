@@ -104,6 +104,7 @@ ucs_status_t ucp_rndv_worker_init(ucp_worker_h worker)
         rw->copy_md = worker->context->mds[md_index].md;
     }
     ucp_rndv_open_rma_iface(worker);
+    ucp_rndv_host_lane_open(worker);
     return UCS_OK;
 }
 
@@ -170,6 +171,7 @@ void ucp_rndv_worker_cleanup(ucp_worker_h worker)
 
 void ucp_rndv_worker_close_iface(ucp_worker_h worker)
 {
+    ucp_rndv_host_lane_close(worker);
     if (worker->rma_iface.iface != NULL) {
         uct_iface_close(worker->rma_iface.iface);
         worker->rma_iface.iface = NULL;
@@ -215,6 +217,7 @@ void ucp_rndv_ep_init(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
                       int same_host)
 {
     ucp_rndv_ep_connect_rma(ep, addr, same_host);
+    ucp_rndv_host_ep_connect(ep, addr);
     ucp_rndv_ep_set_thresh(ep);
 }
 
@@ -222,6 +225,7 @@ void ucp_rndv_ep_cleanup(ucp_ep_h ep)
 {
     ucp_rndv_key_cache_destroy(ep->rndv_keys);
     ep->rndv_keys = NULL;
+    ucp_rndv_host_ep_cleanup(ep);
     if (ep->rma_ep != NULL) {
         uct_ep_destroy(ep->rma_ep);
         ep->rma_ep = NULL;
@@ -259,6 +263,8 @@ ucs_status_t ucp_rndv_ep_model(ucp_ep_h ep, ucp_rndv_model_t *model)
     return ucp_rndv_model_build(model, ep->wiface->iface, ep->max_bcopy,
                                 (worker->mt_ep != NULL) ? worker->mt_iface : NULL,
                                 (ep->rma_ep != NULL) ? worker->rma_iface.iface : NULL,
+                                (ep->host_rma_ep != NULL) ?
+                                worker->host_rma_iface.iface : NULL,
                                 cfg->frag_size[UCS_MEMORY_TYPE_HOST],
                                 cfg->frag_size[UCS_MEMORY_TYPE_CUDA],
                                 cfg->frag_type == UCP_RNDV_FRAG_TYPE_CUDA);
@@ -385,6 +391,9 @@ void ucp_rndv_req_complete(ucp_rndv_req_t *rreq, ucs_status_t status)
     }
     if (rreq->ipc_memh != NULL) {
         ucp_rndv_key_release(worker, rreq->ipc_memh);
+    }
+    if (rreq->host_memh != NULL) {
+        ucp_rndv_host_key_release(worker, rreq->host_memh);
     }
     if ((status == UCS_OK) && (rreq->proto < UCP_PROTO_STAT_LAST)) {
         ++worker->proto_stats[rreq->proto];
@@ -524,6 +533,10 @@ ucs_status_t ucp_rndv_op_zcopy(ucp_rndv_op_t *op, ucp_ep_h ep, void *buffer,
 
 void ucp_rndv_op_free(ucp_rndv_op_t *op)
 {
+    if (op->rkey_component != NULL) {
+        uct_rkey_release(op->rkey_component, &op->rkey);
+        op->rkey_component = NULL;
+    }
     ucs_list_add_head(&op->worker->rndv->free_ops, &op->free_link);
 }
 

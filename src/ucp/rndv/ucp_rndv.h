@@ -32,7 +32,8 @@ enum {
     UCP_RNDV_RTS_FLAG_SYNC     = UCS_BIT(0), /* ucp_tag_send_sync */
     UCP_RNDV_RTS_FLAG_KEY      = UCS_BIT(1), /* a cuda_ipc key follows */
     UCP_RNDV_RTS_FLAG_CAN_PUT  = UCS_BIT(2), /* contiguous + rma lane */
-    UCP_RNDV_RTS_FLAG_CAN_FRAG = UCS_BIT(3)  /* may stage in device fragments */
+    UCP_RNDV_RTS_FLAG_CAN_FRAG = UCS_BIT(3), /* may stage in device fragments */
+    UCP_RNDV_RTS_FLAG_HOST_KEY = UCS_BIT(4)  /* a host lane key follows */
 };
 
 typedef struct ucp_rndv_rts {
@@ -130,6 +131,7 @@ typedef struct ucp_rndv_req {
     int                gpu_known;
     unsigned           mode;        /* UCP_RNDV_RTR_* once chosen, else 0 */
     uct_mem_h          ipc_memh;    /* our buffer's cuda_ipc registration */
+    uct_mem_h          host_memh;   /* our buffer's host lane registration */
     /* pipeline */
     size_t             next_offset; /* next byte to stage / send */
     size_t             done_bytes;  /* acknowledged / received */
@@ -264,6 +266,8 @@ struct ucp_rndv_op {
     size_t               length;
     uint32_t             frag_index;
     struct ucp_rndv_frag *frag;
+    uct_rkey_bundle_t    rkey;           /* the peer's key, while in use */
+    uct_component_h      rkey_component; /* that unpacked it; NULL: none */
     ucs_list_link_t      free_link; /* on the worker's free list */
 };
 
@@ -285,6 +289,29 @@ ucs_status_t ucp_rndv_op_zcopy(ucp_rndv_op_t *op, ucp_ep_h ep, void *buffer,
 
 /** Warn once per process that an import failed and staging took over. */
 void ucp_rndv_warn_import_failed(ucs_status_t status);
+
+/* ---- ucp_rndv_host.c: the host-memory lane ------------------------------ */
+
+/** Choose and open the host lane (after the messaging ifaces are open). */
+void ucp_rndv_host_lane_open(ucp_worker_h worker);
+void ucp_rndv_host_lane_close(ucp_worker_h worker);
+/** Give @a ep a host lane ep when the peer's address has a reachable entry
+ *  of the lane's transport. */
+void ucp_rndv_host_ep_connect(ucp_ep_h ep, const ucp_unpacked_address_t *addr);
+void ucp_rndv_host_ep_cleanup(ucp_ep_h ep);
+/** Bytes of a packed host lane key; 0 without the lane. */
+size_t ucp_rndv_host_key_size(ucp_worker_h worker);
+/** Register [buffer, +length) with the lane's md and pack its key into
+ *  @a key (ucp_rndv_host_key_size() bytes). */
+ucs_status_t ucp_rndv_host_key_pack(ucp_worker_h worker, void *buffer, size_t length,
+                                    uct_mem_h *memh_p, void *key);
+void ucp_rndv_host_key_release(ucp_worker_h worker, uct_mem_h memh);
+/** Read [remote_addr, +length) of @a ep's peer, named by @a key, into
+ *  @a buffer over the host lane; as ucp_rndv_op_started() (the op is freed
+ *  on error). UCS_ERR_UNREACHABLE: the key does not unpack here. */
+ucs_status_t ucp_rndv_host_get(ucp_rndv_op_t *op, ucp_ep_h ep, void *buffer,
+                               size_t length, uint64_t remote_addr, const void *key,
+                               size_t key_len);
 
 /* ---- ucp_rndv_send.c ---------------------------------------------------- */
 

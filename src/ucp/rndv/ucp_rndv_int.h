@@ -35,6 +35,9 @@ struct ucp_rndv_worker {
     uct_component_h           ipc_component; /* cuda_ipc: unpack */
     size_t                    key_size;
     uct_md_h                  copy_md;       /* cuda_cpy: fragment memory */
+    uct_md_h                  host_md;       /* host lane: keys */
+    uct_component_h           host_component; /* host lane: unpack */
+    size_t                    host_key_size;
     struct ucp_rndv_frag_pool *pools[UCS_MEMORY_TYPE_LAST];
     ucs_list_link_t           free_reqs;     /* recycled ucp_rndv_req_t */
     ucs_list_link_t           free_ops;      /* recycled ucp_rndv_op_t */

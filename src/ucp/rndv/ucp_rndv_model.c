@@ -67,7 +67,8 @@ static ucs_status_t ucp_rndv_model_op(uct_iface_h iface, uct_ep_operation_t op,
 
 ucs_status_t ucp_rndv_model_build(ucp_rndv_model_t *model, uct_iface_h am_iface,
                                   size_t am_seg, uct_iface_h copy_iface,
-                                  uct_iface_h ipc_iface, size_t frag_host,
+                                  uct_iface_h ipc_iface, uct_iface_h host_iface,
+                                  size_t frag_host,
                                   size_t frag_cuda, int frag_cuda_on)
 {
     const ucs_memory_type_t H = UCS_MEMORY_TYPE_HOST, D = UCS_MEMORY_TYPE_CUDA;
@@ -106,7 +107,8 @@ ucs_status_t ucp_rndv_model_build(ucp_rndv_model_t *model, uct_iface_h am_iface,
         {copy_iface, UCT_EP_OP_PUT_ZCOPY, D, D, 1, &model->d2d},
         {ipc_iface, UCT_EP_OP_GET_ZCOPY, D, D, 0, &model->ipc_d2d},
         {ipc_iface, UCT_EP_OP_GET_ZCOPY, H, D, 0, &model->ipc_d2h},
-        {ipc_iface, UCT_EP_OP_PUT_ZCOPY, H, D, 0, &model->ipc_h2d}};
+        {ipc_iface, UCT_EP_OP_PUT_ZCOPY, H, D, 0, &model->ipc_h2d},
+        {host_iface, UCT_EP_OP_GET_ZCOPY, H, H, 0, &model->host_get}};
     unsigned i;
 
     for (i = 0; i < sizeof(copies) / sizeof(copies[0]); ++i) {
@@ -123,6 +125,7 @@ ucs_status_t ucp_rndv_model_build(ucp_rndv_model_t *model, uct_iface_h am_iface,
     }
     model->cuda       = (copy_iface != NULL);
     model->ipc        = (ipc_iface != NULL);
+    model->host_rma   = (host_iface != NULL);
     model->recv_stage = model->cuda ? UCP_RNDV_MODEL_RECV_STAGE_COST : 0;
     return UCS_OK;
 }
@@ -179,16 +182,23 @@ double ucp_rndv_model_time(const ucp_rndv_model_t *m, ucp_rndv_model_proto_t pro
     /* Staging device data through host memory (eager, both pipelines)
      * needs cuda_copy; a get or put needs only cuda_ipc. */
     int staged_ok = m->cuda || (!s_dev && !r_dev);
+    /* Host to host as messages: the copy out of the transport's buffer. */
+    double second_copy = (!s_dev && !r_dev) ?
+                         UCP_RNDV_MODEL_SECOND_COPY * (double)size * m->am.m : 0;
 
     switch (proto) {
     case UCP_RNDV_MODEL_EAGER:
         if (!staged_ok) {
             return INFINITY;
         }
-        return ucp_rndv_model_am(m, 1, size) + (s_dev ? ucp_rndv_cost(m->d2h, size) : 0) +
+        return ucp_rndv_model_am(m, 1, size) + second_copy +
+               (s_dev ? ucp_rndv_cost(m->d2h, size) : 0) +
                (r_dev ? ucp_rndv_cost(m->h2d, size) + m->recv_stage : 0);
     case UCP_RNDV_MODEL_GET:
         /* RTS, then the receiver reads */
+        if ((s == UCP_RNDV_KIND_HOST) && (r == UCP_RNDV_KIND_HOST)) {
+            return m->host_rma ? ctrl + ucp_rndv_cost(m->host_get, size) : INFINITY;
+        }
         if (!m->ipc || (s != UCP_RNDV_KIND_DEVICE_EXPORT)) {
             return INFINITY;
         }
@@ -223,7 +233,7 @@ double ucp_rndv_model_time(const ucp_rndv_model_t *m, ucp_rndv_model_proto_t pro
             stages[num++] = &m->h2d;
         }
         return 2 * ctrl + ucp_rndv_model_pipe(m, size, m->frag_host, stages, num) +
-               (r_dev ? m->recv_stage : 0);
+               second_copy + (r_dev ? m->recv_stage : 0);
     default:
         return INFINITY;
     }
@@ -238,7 +248,9 @@ double ucp_rndv_model_rndv_time(const ucp_rndv_model_t *m, ucp_rndv_kind_t s,
     /* The receiver's rules (ucp_rndv_recv.c): read the sender's buffer when
      * it exports, else offer ours for a put, else a pipeline; host data to
      * host memory never goes through the GPU. */
-    if (m->ipc && (s == UCP_RNDV_KIND_DEVICE_EXPORT)) {
+    if (m->host_rma && (s == UCP_RNDV_KIND_HOST) && (r == UCP_RNDV_KIND_HOST)) {
+        proto = UCP_RNDV_MODEL_GET;
+    } else if (m->ipc && (s == UCP_RNDV_KIND_DEVICE_EXPORT)) {
         proto = UCP_RNDV_MODEL_GET;
     } else if (m->ipc && (r == UCP_RNDV_KIND_DEVICE_EXPORT)) {
         proto = UCP_RNDV_MODEL_PUT;

@@ -40,7 +40,8 @@ typedef enum {
 /** Protocols the model times. */
 typedef enum {
     UCP_RNDV_MODEL_EAGER,     /**< eager, device data staged through host memory */
-    UCP_RNDV_MODEL_GET,       /**< receiver reads the sender's buffer (cuda_ipc) */
+    UCP_RNDV_MODEL_GET,       /**< receiver reads the sender's buffer (cuda_ipc,
+                                   or the host lane between host buffers) */
     UCP_RNDV_MODEL_PUT,       /**< sender writes the receiver's buffer (cuda_ipc) */
     UCP_RNDV_MODEL_PIPE_CUDA, /**< device fragments, read by the receiver */
     UCP_RNDV_MODEL_PIPE_AM,   /**< host fragments sent as active messages */
@@ -61,6 +62,17 @@ typedef enum {
  *   more than host to host eager plus cuda_copy's host-to-device copy.
  */
 #define UCP_RNDV_MODEL_CTRL_COST 0.4e-6
+
+/**
+ * Host data sent as active messages between host buffers is copied twice,
+ * into the transport's buffer and out of it, on the two processes' cores.
+ * The transport's bandwidth is that of one copy; the share of the second
+ * copy that does not overlap the first is charged on top. Measured on the
+ * 2-core CI VM, whose two cores share their caches: eager host -> host
+ * streamed at 0.6x the memcpy speed for 1-16 MiB, a single read of the
+ * peer's buffer (cma) at 0.8-1.3x (docs/rendezvous.md).
+ */
+#define UCP_RNDV_MODEL_SECOND_COPY 0.5
 #define UCP_RNDV_MODEL_RECV_STAGE_COST 2.0e-6
 
 /** Cost of one step: c seconds plus m seconds per byte. */
@@ -84,6 +96,8 @@ typedef struct ucp_rndv_model {
     ucp_rndv_cost_t ipc_d2d; /**< cuda_ipc between device buffers */
     ucp_rndv_cost_t ipc_d2h; /**< cuda_ipc, device buffer to host buffer */
     ucp_rndv_cost_t ipc_h2d; /**< cuda_ipc, host buffer to device buffer */
+    int host_rma;            /**< a host lane reaches the peer */
+    ucp_rndv_cost_t host_get; /**< host lane: read a host buffer of the peer */
     size_t frag_host;        /**< pipeline fragment sizes */
     size_t frag_cuda;
     int frag_cuda_on; /**< device fragments can be used */
@@ -91,15 +105,17 @@ typedef struct ucp_rndv_model {
 
 /**
  * Fill @a model from the transports: @a am_iface carries control messages
- * and eager data (segments of @a am_seg bytes); @a copy_iface (cuda_copy)
- * and @a ipc_iface (cuda_ipc) may be NULL. Fragment sizes and whether
+ * and eager data (segments of @a am_seg bytes); @a copy_iface (cuda_copy),
+ * @a ipc_iface (cuda_ipc) and @a host_iface (the host lane, which reads
+ * a peer's host memory) may be NULL. Fragment sizes and whether
  * device fragments can be used come from the caller.
  *
  * @return UCS_OK, or the error of a transport's estimate (logged).
  */
 ucs_status_t ucp_rndv_model_build(ucp_rndv_model_t *model, uct_iface_h am_iface,
                                   size_t am_seg, uct_iface_h copy_iface,
-                                  uct_iface_h ipc_iface, size_t frag_host,
+                                  uct_iface_h ipc_iface, uct_iface_h host_iface,
+                                  size_t frag_host,
                                   size_t frag_cuda, int frag_cuda_on);
 
 /**

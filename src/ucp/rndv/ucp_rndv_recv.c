@@ -168,6 +168,71 @@ static ucs_status_t ucp_rndv_recv_get(ucp_rndv_req_t *rreq,
     return UCS_OK;
 }
 
+/* ---- get over the host lane ----------------------------------------------- */
+
+static void ucp_rndv_recv_host_get_done(ucp_rndv_op_t *op)
+{
+    ucp_rndv_req_t *rreq = ucp_rndv_req_find(op->worker, op->id, 0, "host get");
+    ucs_status_t status  = op->comp.status;
+    static int warned;
+    ucp_ep_h ep;
+
+    ucp_rndv_op_free(op);
+    if (rreq == NULL) {
+        return;
+    }
+    if (status == UCS_OK) {
+        ucp_rndv_recv_done(rreq, UCS_OK);
+        return;
+    }
+    /* The peer cannot be read after all (its memory went away, or the
+     * kernel refused): this ep stops trying, the data comes as messages. */
+    if (!warned) {
+        warned = 1;
+        ucs_warn("ucp: reading a peer's host memory failed (%s): host "
+                 "rendezvous from that peer goes through active messages",
+                 ucs_status_string(status));
+    }
+    ep = ucp_rndv_recv_ep(rreq);
+    if (ep != NULL) {
+        ucp_rndv_host_ep_cleanup(ep);
+        ucp_rndv_ep_set_thresh(ep);
+    }
+    ucp_rndv_recv_pipeline(rreq, rreq->rts_flags >> 8);
+}
+
+/* Host data into a host buffer: one read by the kernel (or whatever the
+ * host lane's transport does), no fragments. */
+static ucs_status_t ucp_rndv_recv_host_get(ucp_rndv_req_t *rreq,
+                                           const ucp_rndv_rts_t *rts, const void *key)
+{
+    ucp_rndv_scheme_t scheme = rreq->worker->context->rndv.scheme;
+    ucp_ep_h ep              = ucp_rndv_recv_ep(rreq);
+    ucp_rndv_op_t *op;
+    ucs_status_t status;
+
+    if (!(rts->flags & UCP_RNDV_RTS_FLAG_HOST_KEY) ||
+        ((scheme != UCP_RNDV_SCHEME_AUTO) && (scheme != UCP_RNDV_SCHEME_GET_ZCOPY)) ||
+        (rreq->buffer == NULL) || (rreq->mem_type != UCS_MEMORY_TYPE_HOST) ||
+        (rts->mem_type != UCS_MEMORY_TYPE_HOST) || (ep == NULL) ||
+        (ep->host_rma_ep == NULL)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    op = ucp_rndv_op_new(rreq->worker, rreq->id, ucp_rndv_recv_host_get_done);
+    if (op == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    status = ucp_rndv_host_get(op, ep, rreq->buffer, rreq->length, rts->address, key,
+                               rts->key_len);
+    if (status != UCS_OK) {
+        ucs_debug("ucp: rendezvous receive 0x%llx: host get not started: %s",
+                  (unsigned long long)rreq->id, ucs_status_string(status));
+        return status;
+    }
+    rreq->proto = UCP_PROTO_STAT_RNDV_GET;
+    return UCS_OK;
+}
+
 /* ---- put ------------------------------------------------------------------ */
 
 /* @a same_gpu_key: the sender's key when put is chosen only if it names
@@ -278,10 +343,14 @@ void ucp_rndv_recv_start(ucp_request_t *req, const void *data, size_t len)
                                  UCS_ERR_MESSAGE_TRUNCATED);
         return;
     }
-    if ((rts.flags & UCP_RNDV_RTS_FLAG_KEY) && (sizeof(rts) + rts.key_len > len)) {
+    if ((rts.flags & (UCP_RNDV_RTS_FLAG_KEY | UCP_RNDV_RTS_FLAG_HOST_KEY)) &&
+        (sizeof(rts) + rts.key_len > len)) {
         ucs_error("ucp: RTS with a %u-byte key in a %zu-byte message", rts.key_len,
                   len);
-        rts.flags &= ~UCP_RNDV_RTS_FLAG_KEY;
+        rts.flags &= ~(UCP_RNDV_RTS_FLAG_KEY | UCP_RNDV_RTS_FLAG_HOST_KEY);
+    }
+    if (ucp_rndv_recv_host_get(rreq, &rts, key) == UCS_OK) {
+        return;
     }
     if (ucp_rndv_recv_one_copier(rreq, &rts) &&
         (ucp_rndv_recv_put(rreq, &rts, key) == UCS_OK)) {

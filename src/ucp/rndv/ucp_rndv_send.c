@@ -103,6 +103,8 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
                                  ucs_memory_type_t mem_type, int sync)
 {
     ucp_worker_h worker = req->worker;
+    size_t host_key_len = ucp_rndv_host_key_size(worker);
+    uint8_t host_key[host_key_len + 1];
     const void *key     = NULL;
     ucp_rndv_tx_key_t *tx;
     ucp_rndv_req_t *rreq;
@@ -151,6 +153,15 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
         }
     }
     ucp_rndv_send_key_drop(worker);
+    /* Host memory: the receiver may read it over the host lane. */
+    if ((mem_type == UCS_MEMORY_TYPE_HOST) && (rreq->buffer != NULL) &&
+        (ep->host_rma_ep != NULL) && (sizeof(rts) + host_key_len <= ep->max_bcopy) &&
+        (ucp_rndv_host_key_pack(worker, rreq->buffer, rreq->length, &rreq->host_memh,
+                                host_key) == UCS_OK)) {
+        key          = host_key;
+        rts.flags   |= UCP_RNDV_RTS_FLAG_HOST_KEY;
+        rts.key_len  = (uint32_t)host_key_len;
+    }
     if ((mem_type != UCS_MEMORY_TYPE_HOST) && (rreq->buffer != NULL) &&
         !(rts.flags & UCP_RNDV_RTS_FLAG_KEY)) {
         /* Lets a receiver on the same GPU choose host staging. */

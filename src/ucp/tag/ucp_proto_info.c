@@ -86,6 +86,15 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
            "put_zcopy if the receiver's does, else pipeline: %s\n",
            cuda_frags ? "device fragments (host to host: data messages)" :
                         "data messages via host fragments");
+    if (ep->host_rma_ep != NULL) {
+        const ucp_tl_rsc_t *hrsc =
+                &ep->worker->context->rscs[ep->worker->host_rma_iface.rsc_index];
+        printf("| rndv host     | host to host: the receiver reads the sender's buffer "
+               "over %s/%s (one copy)\n", hrsc->desc.tl_name, hrsc->desc.dev_name);
+    } else {
+        printf("| rndv host     | host to host: data messages (no transport reads "
+               "the peer's host memory)\n");
+    }
     printf("| fragments     | host %zu B, cuda %zu B, depth %u\n",
            cfg->frag_size[UCS_MEMORY_TYPE_HOST], cfg->frag_size[UCS_MEMORY_TYPE_CUDA],
            cfg->depth);

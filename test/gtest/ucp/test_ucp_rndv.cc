@@ -96,6 +96,14 @@ uint64_t rndv_count(ucp_worker_h w, ucp_proto_stat_t proto)
     return counts[proto];
 }
 
+/* What a contiguous host -> host rendezvous takes over @a tls: a read of
+ * the sender's buffer where a transport can (cma), else data messages. */
+ucp_proto_stat_t host_rndv_proto(const std::string &tls)
+{
+    return (tls.find("cma") != std::string::npos) ? UCP_PROTO_STAT_RNDV_GET :
+                                                    UCP_PROTO_STAT_RNDV_AM;
+}
+
 void finish(ucp_entity &e, ucp_ep_h ep, oob_channel &ch)
 {
     ASSERT_TRUE(ch.barrier());
@@ -121,7 +129,7 @@ TEST_P(test_ucp_rndv_host, sizes_around_threshold_and_segments_arrive_intact)
                 ASSERT_EQ(UCS_OK, e.wait(send(ep, data.data(), len, len), 120));
             }
             /* Every message from the threshold on took the rendezvous. */
-            EXPECT_EQ(sizes.size() - 1, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));
+            EXPECT_EQ(sizes.size() - 1, rndv_count(e.worker(), host_rndv_proto(tls)));
             finish(e, ep, ch);
         },
         [&](oob_channel &ch) {
@@ -140,10 +148,44 @@ TEST_P(test_ucp_rndv_host, sizes_around_threshold_and_segments_arrive_intact)
                     ASSERT_EQ((char)0x5a, buf[i]) << "written past the message";
                 }
             }
-            EXPECT_EQ(sizes.size() - 1, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));
+            EXPECT_EQ(sizes.size() - 1, rndv_count(e.worker(), host_rndv_proto(tls)));
             finish(e, ep, ch);
         },
         240);
+}
+
+/* UCX_RNDV_SCHEME=pipeline is the user's choice: the host lane is not used
+ * even where it could read the sender's buffer. */
+TEST(test_ucp_rndv_host_lane, the_pipeline_scheme_keeps_host_data_off_the_host_lane)
+{
+    const size_t len = 1 << 20;
+    run_two_processes(
+        [&](oob_channel &ch) {
+            rndv_env env;
+            scoped_setenv scheme("UCX_RNDV_SCHEME", "pipeline");
+            ucp_entity e("posix,cma");
+            ucp_ep_h ep = exchange(e, ch);
+            std::vector<char> data(len);
+            fill(data, 5);
+            ASSERT_EQ(UCS_OK, e.wait(send(ep, data.data(), len, 1), 60));
+            EXPECT_EQ(1u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));
+            finish(e, ep, ch);
+        },
+        [&](oob_channel &ch) {
+            rndv_env env;
+            scoped_setenv scheme("UCX_RNDV_SCHEME", "pipeline");
+            ucp_entity e("posix,cma");
+            ucp_ep_h ep = exchange(e, ch);
+            std::vector<char> buf(len);
+            ucp_tag_recv_info_t info;
+            ASSERT_EQ(UCS_OK, wait_info(e, post_recv(e.worker(), buf.data(), len, 1, &info),
+                                        &info));
+            ASSERT_EQ(len, first_bad(buf.data(), len, 5));
+            EXPECT_EQ(1u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));
+            EXPECT_EQ(0u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_GET));
+            finish(e, ep, ch);
+        },
+        120);
 }
 
 TEST_P(test_ucp_rndv_host, sync_truncation_cancel_and_probe)
@@ -283,7 +325,8 @@ TEST_P(test_ucp_rndv_host, dead_receiver_fails_the_send)
         120);
 }
 
-INSTANTIATE_TEST_SUITE_P(tls, test_ucp_rndv_host, ::testing::Values("posix", "tcp"));
+INSTANTIATE_TEST_SUITE_P(tls, test_ucp_rndv_host,
+                         ::testing::Values("posix", "tcp", "posix,cma"));
 
 TEST(test_ucp_rndv_config, bad_values_are_refused_naming_the_variable)
 {

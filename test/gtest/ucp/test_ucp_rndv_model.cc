@@ -69,7 +69,8 @@ TEST(test_ucp_rndv_model, protocol_times_add_up_their_steps)
         1216.0,
         t_us(m, UCP_RNDV_MODEL_EAGER, UCP_RNDV_KIND_DEVICE, UCP_RNDV_KIND_DEVICE, n),
         1e-6);
-    EXPECT_NEAR(1001.0,
+    /* eager host -> host: data 1 + 1000, half the second copy 500 */
+    EXPECT_NEAR(1501.0,
                 t_us(m, UCP_RNDV_MODEL_EAGER, UCP_RNDV_KIND_HOST, UCP_RNDV_KIND_HOST, n),
                 1e-6);
     /* get: RTS + read 10 + 10 */
@@ -195,10 +196,35 @@ TEST(test_ucp_rndv_model, host_sender_switches_when_host_receivers_lose_little)
 
     /* Data messages at 0.7 us per KB (a crossover off the integers). Host
      * receivers only lose (two control messages more), device receivers
-     * gain: rendezvous once 2 us <= 5 % of 1 us + 0.7e-3 us * S, S >=
-     * 55714.3. */
+     * gain: rendezvous once 2 us <= 5 % of the host eager time, 1 us +
+     * 1.5 * 0.7e-3 us * S with the second copy, S >= 37142.9. */
     m.am = cost(1, 1 / 0.7);
-    EXPECT_EQ(55715u, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_HOST));
+    EXPECT_EQ(37143u, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_HOST));
+}
+
+TEST(test_ucp_rndv_model, a_host_lane_reads_host_buffers_once_and_wins_past_the_crossover)
+{
+    ucp_rndv_model_t m = round_model();
+    ucp_rndv_model_proto_t p;
+
+    /* Without the lane, host -> host has no get. */
+    EXPECT_TRUE(std::isinf(ucp_rndv_model_time(&m, UCP_RNDV_MODEL_GET, UCP_RNDV_KIND_HOST,
+                                               UCP_RNDV_KIND_HOST, 1000)));
+
+    /* The lane reads at 10 GB/s after 1 us: RTS 1 + 1 + S / 10 GB/s. */
+    m.host_rma = 1;
+    m.host_get = cost(1, 10);
+    EXPECT_NEAR(2.1, t_us(m, UCP_RNDV_MODEL_GET, UCP_RNDV_KIND_HOST, UCP_RNDV_KIND_HOST,
+                          1000), 1e-9);
+    ucp_rndv_model_rndv_time(&m, UCP_RNDV_KIND_HOST, UCP_RNDV_KIND_HOST, 1000, &p);
+    EXPECT_EQ(UCP_RNDV_MODEL_GET, p);
+    /* Only between host buffers: a device receiver keeps its protocols. */
+    EXPECT_TRUE(std::isinf(ucp_rndv_model_time(&m, UCP_RNDV_MODEL_GET, UCP_RNDV_KIND_HOST,
+                                               UCP_RNDV_KIND_DEVICE, 1000)));
+
+    /* Eager host -> host is 1 + 1.5e-3 * S us: the read wins once
+     * 1.4e-3 * S > 1, from 715 bytes. */
+    EXPECT_EQ(715u, ucp_rndv_model_thresh(&m, UCP_RNDV_KIND_HOST));
 }
 
 TEST(test_ucp_rndv_model, without_cuda_ipc_only_overlap_gains)

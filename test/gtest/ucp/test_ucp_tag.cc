@@ -141,7 +141,11 @@ TEST(test_ucp_address, truncated_blob_is_invalid_addr)
 {
     ucp_entity e;
     std::string addr = e.address();
-    for (size_t keep : {size_t(4), size_t(20), addr.size() / 2, addr.size() - 1}) {
+    /* Cut just before the last non-zero byte: zeros after it (an address
+     * may end in some) come back as they were. */
+    size_t last = addr.find_last_not_of('\0');
+    ASSERT_NE(std::string::npos, last);
+    for (size_t keep : {size_t(4), size_t(20), addr.size() / 2, last}) {
         std::string bad(addr.data(), keep);
         bad.resize(addr.size() + 64, '\0'); /* the rest is gone: zeros */
         ucp_ep_params_t params;

@@ -1,0 +1,247 @@
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+/*
+ * The host-memory lane of the rendezvous: a transport that reads a peer's
+ * host memory in one copy (cma today), used for host -> host messages so
+ * that the data is not copied twice through the messaging transport.
+ *
+ * It is chosen from what the transports report, never by name: among the
+ * resources the worker does not already use for messaging, one whose md
+ * registers and reaches host memory and whose iface offers get zcopy to an
+ * iface address; of several, the one with the highest bandwidth. An ep gets
+ * the lane when the peer's address has an entry of that transport that the
+ * transport calls reachable (for cma: the kernel lets us read the peer).
+ */
+
+#include <ucp/rndv/ucp_rndv_int.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+static int ucp_rndv_host_rsc_in_use(ucp_worker_h worker, unsigned rsc_index)
+{
+    unsigned i;
+
+    for (i = 0; i < worker->num_ifaces; ++i) {
+        if (worker->ifaces[i].rsc_index == rsc_index) {
+            return 1;
+        }
+    }
+    return (worker->rma_iface.iface != NULL) &&
+           (worker->rma_iface.rsc_index == rsc_index);
+}
+
+static int ucp_rndv_host_md_fits(const uct_md_attr_t *attr)
+{
+    const uint64_t host = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+
+    return (attr->cap.flags & UCT_MD_FLAG_REG) && (attr->cap.reg_mem_types & host) &&
+           (attr->cap.access_mem_types & host) && (attr->rkey_packed_size > 0);
+}
+
+static double ucp_rndv_host_bandwidth(const uct_iface_attr_t *attr)
+{
+    return attr->bandwidth.dedicated + attr->bandwidth.shared;
+}
+
+/* Open resource @a i as a candidate; UCS_OK when it fits the lane. */
+static ucs_status_t ucp_rndv_host_try_open(ucp_worker_h worker, unsigned i,
+                                           ucp_worker_iface_t *wiface)
+{
+    ucp_context_h context   = worker->context;
+    const ucp_tl_rsc_t *rsc = &context->rscs[i];
+    const uint64_t needed   = UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
+    uct_iface_config_t *config;
+    uct_iface_params_t params;
+    ucs_status_t status;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask      = UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.device.tl_name  = rsc->desc.tl_name;
+    params.device.dev_name = rsc->desc.dev_name;
+    status = uct_md_iface_config_read(context->mds[rsc->md_index].md,
+                                      rsc->desc.tl_name, NULL, NULL, &config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = uct_iface_open(context->mds[rsc->md_index].md, worker->uct_worker,
+                            &params, config, &wiface->iface);
+    uct_config_release(config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = uct_iface_query(wiface->iface, &wiface->attr);
+    if ((status == UCS_OK) && ((wiface->attr.cap.flags & needed) != needed)) {
+        status = UCS_ERR_UNSUPPORTED;
+    }
+    if (status != UCS_OK) {
+        uct_iface_close(wiface->iface);
+        wiface->iface = NULL;
+        return status;
+    }
+    wiface->worker    = worker;
+    wiface->rsc_index = i;
+    return UCS_OK;
+}
+
+void ucp_rndv_host_lane_open(ucp_worker_h worker)
+{
+    ucp_context_h context    = worker->context;
+    ucp_worker_iface_t *best = &worker->host_rma_iface;
+    ucp_rndv_worker_t *rw    = worker->rndv;
+    ucp_worker_iface_t cand;
+    const ucp_tl_rsc_t *rsc;
+    unsigned i;
+
+    memset(best, 0, sizeof(*best));
+    for (i = 0; i < context->num_rscs; ++i) {
+        rsc = &context->rscs[i];
+        if (ucp_rndv_host_rsc_in_use(worker, i) ||
+            !ucp_rndv_host_md_fits(&context->mds[rsc->md_index].attr)) {
+            continue;
+        }
+        memset(&cand, 0, sizeof(cand));
+        if (ucp_rndv_host_try_open(worker, i, &cand) != UCS_OK) {
+            continue;
+        }
+        if ((best->iface != NULL) &&
+            (ucp_rndv_host_bandwidth(&best->attr) >= ucp_rndv_host_bandwidth(&cand.attr))) {
+            uct_iface_close(cand.iface);
+            continue;
+        }
+        if (best->iface != NULL) {
+            uct_iface_close(best->iface);
+        }
+        *best = cand;
+    }
+    if (best->iface == NULL) {
+        ucs_debug("ucp: worker %s: no transport reads host memory of a peer; "
+                  "host rendezvous goes through active messages", worker->name);
+        return;
+    }
+    rsc                  = &context->rscs[best->rsc_index];
+    rw->host_md          = context->mds[rsc->md_index].md;
+    rw->host_component   = context->mds[rsc->md_index].component;
+    rw->host_key_size    = context->mds[rsc->md_index].attr.rkey_packed_size;
+    ucs_debug("ucp: worker %s: host rendezvous lane %s/%s (%.1f GB/s)", worker->name,
+              rsc->desc.tl_name, rsc->desc.dev_name,
+              ucp_rndv_host_bandwidth(&best->attr) / 1e9);
+}
+
+void ucp_rndv_host_lane_close(ucp_worker_h worker)
+{
+    if (worker->host_rma_iface.iface != NULL) {
+        uct_iface_close(worker->host_rma_iface.iface);
+        worker->host_rma_iface.iface = NULL;
+    }
+}
+
+void ucp_rndv_host_ep_connect(ucp_ep_h ep, const ucp_unpacked_address_t *addr)
+{
+    ucp_worker_iface_t *wiface = &ep->worker->host_rma_iface;
+    const char *tl_name;
+    const ucp_address_entry_t *e;
+    uct_ep_params_t params;
+    unsigned i;
+
+    if (wiface->iface == NULL) {
+        return;
+    }
+    tl_name = ep->worker->context->rscs[wiface->rsc_index].desc.tl_name;
+    for (i = 0; i < addr->num_entries; ++i) {
+        e = &addr->entries[i];
+        /* The entry of the same transport: its address format is ours. */
+        if (strcmp(e->tl_name, tl_name) ||
+            (e->dev_addr_len != wiface->attr.device_addr_len) ||
+            (e->iface_addr_len != wiface->attr.iface_addr_len) ||
+            !uct_iface_is_reachable(wiface->iface, e->dev_addr, e->iface_addr)) {
+            continue;
+        }
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = wiface->iface;
+        params.dev_addr   = e->dev_addr;
+        params.iface_addr = e->iface_addr;
+        if (uct_ep_create(&params, &ep->host_rma_ep) != UCS_OK) {
+            ep->host_rma_ep = NULL;
+        }
+        ucs_debug("ucp: ep %p: host rendezvous lane %s %s", (void*)ep, tl_name,
+                  (ep->host_rma_ep != NULL) ? "connected" : "failed");
+        return;
+    }
+}
+
+void ucp_rndv_host_ep_cleanup(ucp_ep_h ep)
+{
+    if (ep->host_rma_ep != NULL) {
+        uct_ep_destroy(ep->host_rma_ep);
+        ep->host_rma_ep = NULL;
+    }
+}
+
+size_t ucp_rndv_host_key_size(ucp_worker_h worker)
+{
+    return (worker->host_rma_iface.iface != NULL) ? worker->rndv->host_key_size : 0;
+}
+
+ucs_status_t ucp_rndv_host_key_pack(ucp_worker_h worker, void *buffer, size_t length,
+                                    uct_mem_h *memh_p, void *key)
+{
+    ucp_rndv_worker_t *rw = worker->rndv;
+    ucs_status_t status;
+
+    status = uct_md_mem_reg(rw->host_md, buffer, length, UCT_MD_MEM_ACCESS_REMOTE_GET, memh_p);
+    if (status != UCS_OK) {
+        ucs_debug("ucp: host rendezvous: registering %p+%zu failed: %s", buffer,
+                  length, ucs_status_string(status));
+        return status;
+    }
+    status = uct_md_mkey_pack(rw->host_md, *memh_p, key);
+    if (status != UCS_OK) {
+        uct_md_mem_dereg(rw->host_md, *memh_p);
+        *memh_p = NULL;
+    }
+    return status;
+}
+
+void ucp_rndv_host_key_release(ucp_worker_h worker, uct_mem_h memh)
+{
+    uct_md_mem_dereg(worker->rndv->host_md, memh);
+}
+
+ucs_status_t ucp_rndv_host_get(ucp_rndv_op_t *op, ucp_ep_h ep, void *buffer,
+                               size_t length, uint64_t remote_addr, const void *key,
+                               size_t key_len)
+{
+    ucp_rndv_worker_t *rw = ep->worker->rndv;
+    ucs_status_t status;
+    uct_iov_t iov;
+
+    if (key_len != rw->host_key_size) {
+        ucs_error("ucp: host rendezvous key of %zu bytes, expected %zu", key_len,
+                  rw->host_key_size);
+        ucp_rndv_op_free(op);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    status = uct_rkey_unpack(rw->host_component, key, &op->rkey);
+    if (status != UCS_OK) {
+        ucs_debug("ucp: host rendezvous key does not unpack here: %s",
+                  ucs_status_string(status));
+        ucp_rndv_op_free(op);
+        return UCS_ERR_UNREACHABLE;
+    }
+    op->rkey_component = rw->host_component;
+    iov.buffer = buffer;
+    iov.length = length;
+    iov.memh   = UCT_MEM_HANDLE_NULL;
+    iov.stride = 0;
+    iov.count  = 1;
+    status = uct_ep_get_zcopy(ep->host_rma_ep, &iov, 1, remote_addr, op->rkey.rkey,
+                              &op->comp);
+    ucs_trace_req("ucp: host rendezvous get of %zu bytes from 0x%llx: %s", length,
+                  (unsigned long long)remote_addr, ucs_status_string(status));
+    return ucp_rndv_op_started(op, status);
+}
