@@ -47,7 +47,8 @@ ucs_status_t uct_base_iface_init(uct_base_iface_t *iface, const uct_iface_ops_t 
         return UCS_ERR_INVALID_PARAM;
     }
 
-    iface->super.ops = *ops;
+    iface->super.ops    = *ops;
+    iface->has_progress = (ops->iface_progress != NULL);
     uct_iface_ops_fill_stubs(&iface->super.ops);
 
     iface->md            = md;

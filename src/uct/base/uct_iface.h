@@ -39,6 +39,10 @@ typedef struct uct_base_iface {
     uct_error_handler_t err_handler;
     void                *err_handler_arg;
     ucs_list_link_t     worker_link; /**< in the worker's iface list (progress) */
+    /** The transport has a progress function: only such ifaces are on the
+     *  worker's list, so one whose operations complete in their call (cma)
+     *  costs progress nothing. */
+    int                 has_progress;
     char                tl_name[UCT_TL_NAME_MAX]; /**< from params, for messages */
     size_t              rx_headroom; /**< params->rx_headroom, or 0 */
     /** Set after uct_base_iface_init() by a transport with its own model;

@@ -67,9 +67,9 @@ void uct_worker_destroy(uct_worker_h worker)
         return;
     }
 
-    if (!ucs_list_is_empty(&worker->ifaces)) {
+    if (!ucs_list_is_empty(&worker->ifaces) || (worker->num_quiet_ifaces > 0)) {
         ucs_warn("worker %p destroyed with %zu iface(s) still open", (void*)worker,
-                 ucs_list_length(&worker->ifaces));
+                 ucs_list_length(&worker->ifaces) + worker->num_quiet_ifaces);
     }
     pthread_mutex_destroy(&worker->lock);
     free(worker);
@@ -204,13 +204,21 @@ void uct_worker_progress_unregister_safe(uct_worker_h worker, int *id_p)
 void uct_worker_add_iface(uct_worker_h worker, struct uct_base_iface *iface)
 {
     uct_worker_lock(worker);
-    ucs_list_add_tail(&worker->ifaces, &iface->worker_link);
+    if (iface->has_progress) {
+        ucs_list_add_tail(&worker->ifaces, &iface->worker_link);
+    } else {
+        ++worker->num_quiet_ifaces;
+    }
     uct_worker_unlock(worker);
 }
 
 void uct_worker_remove_iface(uct_worker_h worker, struct uct_base_iface *iface)
 {
     uct_worker_lock(worker);
-    ucs_list_del(&iface->worker_link);
+    if (iface->has_progress) {
+        ucs_list_del(&iface->worker_link);
+    } else {
+        --worker->num_quiet_ifaces;
+    }
     uct_worker_unlock(worker);
 }

@@ -37,6 +37,7 @@ typedef struct uct_worker_callback {
 struct uct_worker {
     ucs_thread_mode_t     thread_mode;
     ucs_list_link_t       ifaces;      /**< uct_base_iface_t::worker_link */
+    unsigned              num_quiet_ifaces; /**< open ifaces without progress */
     uct_worker_callback_t callbacks[UCT_WORKER_MAX_CALLBACKS]; /**< func NULL = free slot */
     unsigned              num_callbacks; /**< highest used slot + 1 */
     uint64_t              active_mask;   /**< slots progress calls */
