@@ -89,6 +89,15 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "0 disables. Applies when UCX_RNDV_FRAG_MEM_TYPE(S) are auto.",
      offsetof(ucp_config_t, rndv_same_gpu_host_max), UCS_CONFIG_TYPE_SIZE},
 
+    {"RNDV_HOST_GET_MAX", "16M",
+     "Largest host -> host rendezvous message the receiver reads in one piece\n"
+     "over a transport that reads the peer's host memory (cma). The read runs\n"
+     "on the receiver's core alone, while data messages copy on both\n"
+     "processes' cores: past the caches the two cores win (H200 host, 64 MiB:\n"
+     "3.5-4.4 GB/s read against 5.2-6.6 GB/s as messages). Larger messages\n"
+     "take the pipeline of data messages. 0: never read.",
+     offsetof(ucp_config_t, rndv_host_get_max), UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF)},
+
     {"RNDV_FRAG_MEM_TYPE", "auto",
      "Memory of the pipeline's staging fragments: cuda (device memory\n"
      "exported by cuda_ipc) or host (data as active messages). auto: the\n"
@@ -183,6 +192,7 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
     /* One host fragment carries the whole message: a tail below 32K would
      * be a small host-to-device copy, which pays the switch again. */
     rndv->same_gpu_host_max = config->rndv_same_gpu_host_max;
+    rndv->host_get_max      = config->rndv_host_get_max;
     if (rndv->same_gpu_host_max > rndv->frag_size[UCS_MEMORY_TYPE_HOST]) {
         rndv->same_gpu_host_max = rndv->frag_size[UCS_MEMORY_TYPE_HOST];
     }

@@ -57,6 +57,7 @@ struct ucp_config {
     int                     rndv_whole_pieces; /**< UCX_RNDV_SAME_GPU_WHOLE_PIECES */
     int                     rndv_split_alone; /**< UCX_RNDV_SPLIT_ONLY_ALONE */
     size_t                  rndv_same_gpu_host_max; /**< UCX_RNDV_SAME_GPU_HOST_MAX */
+    size_t                  rndv_host_get_max; /**< UCX_RNDV_HOST_GET_MAX */
     size_t                  tag_eager_max;   /**< UCX_TAG_EAGER_MAX_SIZE (or INF) */
 };
 
@@ -69,6 +70,7 @@ typedef struct ucp_rndv_config {
     size_t               same_gpu_host_max; /**< same GPU, neither buffer
                                               exportable: host staging up to
                                               this size (0: never) */
+    size_t               host_get_max;  /**< host -> host reads up to this size */
     size_t               frag_size[UCS_MEMORY_TYPE_LAST];
     unsigned             frag_pool_max; /**< fragments per worker and type */
     unsigned             depth;         /**< fragments in flight per message */

@@ -213,6 +213,7 @@ static ucs_status_t ucp_rndv_recv_host_get(ucp_rndv_req_t *rreq,
 
     if (!(rts->flags & UCP_RNDV_RTS_FLAG_HOST_KEY) ||
         ((scheme != UCP_RNDV_SCHEME_AUTO) && (scheme != UCP_RNDV_SCHEME_GET_ZCOPY)) ||
+        (rreq->length > rreq->worker->context->rndv.host_get_max) ||
         (rreq->buffer == NULL) || (rreq->mem_type != UCS_MEMORY_TYPE_HOST) ||
         (rts->mem_type != UCS_MEMORY_TYPE_HOST) || (ep == NULL) ||
         (ep->host_rma_ep == NULL)) {

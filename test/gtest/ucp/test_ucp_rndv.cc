@@ -188,6 +188,36 @@ TEST(test_ucp_rndv_host_lane, the_pipeline_scheme_keeps_host_data_off_the_host_l
         120);
 }
 
+/* Past UCX_RNDV_HOST_GET_MAX, host data goes as messages (both cores copy)
+ * instead of one read by the receiver. */
+TEST(test_ucp_rndv_host_lane, messages_above_the_get_max_take_data_messages)
+{
+    const std::vector<size_t> sizes = {256 * 1024, 512 * 1024, 512 * 1024 + 1, 1 << 20};
+    auto side = [&](oob_channel &ch, bool sender) {
+        rndv_env env;
+        scoped_setenv max("UCX_RNDV_HOST_GET_MAX", "512K");
+        ucp_entity e("posix,cma");
+        ucp_ep_h ep = exchange(e, ch);
+        for (size_t len : sizes) {
+            std::vector<char> buf(len);
+            if (sender) {
+                fill(buf, (unsigned)len);
+                ASSERT_EQ(UCS_OK, e.wait(send(ep, buf.data(), len, len), 60));
+            } else {
+                ucp_tag_recv_info_t info;
+                ASSERT_EQ(UCS_OK, wait_info(e, post_recv(e.worker(), buf.data(), len,
+                                                         len, &info), &info));
+                ASSERT_EQ(len, first_bad(buf.data(), len, (unsigned)len)) << len;
+            }
+        }
+        EXPECT_EQ(2u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_GET));
+        EXPECT_EQ(2u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));
+        finish(e, ep, ch);
+    };
+    run_two_processes([&](oob_channel &ch) { side(ch, true); },
+                      [&](oob_channel &ch) { side(ch, false); }, 120);
+}
+
 TEST_P(test_ucp_rndv_host, sync_truncation_cancel_and_probe)
 {
     const size_t len = 100000;

@@ -75,16 +75,19 @@ typedef struct uct_cma_packed_rkey {
 typedef struct uct_cma_iface_config {
     uct_iface_config_t super;
     size_t             bandwidth; /**< UCS_MEMUNITS_AUTO: measured */
+    size_t             max_chunk; /**< bytes per system call */
 } uct_cma_iface_config_t;
 
 typedef struct uct_cma_iface {
     uct_base_iface_t super;
     double           bandwidth;   /**< bytes/s for the performance model */
+    size_t           max_chunk;   /**< bytes per system call */
 } uct_cma_iface_t;
 
 typedef struct uct_cma_ep {
     uct_base_ep_t super;
-    pid_t         pid; /**< the peer */
+    pid_t         pid;       /**< the peer */
+    size_t        max_chunk; /**< of the iface */
 } uct_cma_ep_t;
 
 extern uct_component_t uct_cma_component;

@@ -43,7 +43,7 @@ static ucs_status_t uct_cma_ep_xfer(uct_cma_ep_t *ep, const uct_iov_t *iov,
             base = (uint8_t*)iov[i].buffer + (j * iov[i].stride);
             for (done = 0; done < iov[i].length; done += (size_t)ret) {
                 local.iov_base  = base + done;
-                local.iov_len   = iov[i].length - done;
+                local.iov_len   = ((iov[i].length - done < ep->max_chunk) ? (iov[i].length - done) : ep->max_chunk);
                 remote.iov_base = (void*)(uintptr_t)(remote_addr + done);
                 remote.iov_len  = local.iov_len;
                 ret = is_put ? process_vm_writev(ep->pid, &local, 1, &remote, 1, 0) :
@@ -120,7 +120,8 @@ ucs_status_t uct_cma_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
         return UCS_ERR_NO_MEMORY;
     }
     uct_base_ep_init(&ep->super, &iface->super);
-    ep->pid = (pid_t)a.pid;
+    ep->pid       = (pid_t)a.pid;
+    ep->max_chunk = iface->max_chunk;
     ucs_debug("cma: ep %p to pid %d", (void*)ep, (int)ep->pid);
     *ep_p = &ep->super.super;
     return UCS_OK;

@@ -30,6 +30,12 @@ static ucs_config_field_t uct_cma_iface_config_fields[] = {
      ucs_offsetof(uct_cma_iface_config_t, bandwidth),
      UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_AUTO), 0},
 
+    {"MAX_CHUNK", "inf",
+     "Most bytes one process_vm_readv/writev call moves; a larger transfer "
+     "takes several calls.",
+     ucs_offsetof(uct_cma_iface_config_t, max_chunk),
+     UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF), 0},
+
     {NULL, NULL, NULL, 0, UCS_CONFIG_TYPE_INT, 0}
 };
 
@@ -228,6 +234,7 @@ static ucs_status_t uct_cma_iface_open(uct_md_h md, uct_worker_h worker,
     } else {
         iface->bandwidth = (double)config->bandwidth;
     }
+    iface->max_chunk = (config->max_chunk == 0) ? SIZE_MAX : config->max_chunk;
     ucs_debug("cma: opened iface %p, %.1f MB/s in the model", (void*)iface,
               iface->bandwidth / 1e6);
     *iface_p = &iface->super.super;
