@@ -89,13 +89,14 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "0 disables. Applies when UCX_RNDV_FRAG_MEM_TYPE(S) are auto.",
      offsetof(ucp_config_t, rndv_same_gpu_host_max), UCS_CONFIG_TYPE_SIZE},
 
-    {"RNDV_HOST_GET_MAX", "16M",
+    {"RNDV_HOST_GET_MAX", "4M",
      "Largest host -> host rendezvous message the receiver reads in one piece\n"
      "over a transport that reads the peer's host memory (cma). The read runs\n"
      "on the receiver's core alone, while data messages copy on both\n"
-     "processes' cores: past the caches the two cores win (H200 host, 64 MiB:\n"
-     "3.5-4.4 GB/s read against 5.2-6.6 GB/s as messages). Larger messages\n"
-     "take the pipeline of data messages. 0: never read.",
+     "processes' cores: past the caches the two cores win (64 MiB, H200 host:\n"
+     "3.5-4.4 GB/s read against 5.2-6.6 GB/s as messages; 16 MiB, 2-core VM:\n"
+     "6.5-6.8 against 8.5-9.5). Larger messages take the pipeline of data\n"
+     "messages. 0: never read.",
      offsetof(ucp_config_t, rndv_host_get_max), UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF)},
 
     {"RNDV_FRAG_MEM_TYPE", "auto",
