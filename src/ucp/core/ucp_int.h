@@ -448,6 +448,23 @@ ucs_status_ptr_t ucp_ep_flush_internal(ucp_ep_h ep,
                                        const ucp_request_param_t *param,
                                        ucp_request_t *parent, int close);
 /** uct error handler of every iface (arg: the ucp_worker_iface_t). */
+/**
+ * Open resource @a rsc_index of the worker's context as an iface with
+ * @a params (the device fields are filled in) and query it into @a wiface
+ * (iface, attr, worker, rsc_index). On failure wiface->iface is NULL.
+ */
+ucs_status_t ucp_worker_iface_open(ucp_worker_h worker, unsigned rsc_index,
+                                   uct_iface_params_t *params,
+                                   ucp_worker_iface_t *wiface);
+
+/**
+ * An ep of @a wiface to the peer of @a addr: through the first entry of
+ * the same transport, with addresses of our lengths, that the iface calls
+ * reachable. NULL when there is none or the ep cannot be created.
+ */
+uct_ep_h ucp_worker_iface_connect(const ucp_worker_iface_t *wiface,
+                                  const ucp_unpacked_address_t *addr);
+
 ucs_status_t ucp_worker_iface_error(void *arg, uct_ep_h uct_ep,
                                     ucs_status_t status);
 /** Probe peers that owe us an acknowledgement (error mode PEER). */

@@ -43,40 +43,89 @@ static void ucp_worker_close_ifaces(ucp_worker_h worker)
     worker->num_ifaces = 0;
 }
 
-static ucs_status_t ucp_worker_open_iface(ucp_worker_h worker, unsigned rsc_index)
+ucs_status_t ucp_worker_iface_open(ucp_worker_h worker, unsigned rsc_index,
+                                   uct_iface_params_t *params,
+                                   ucp_worker_iface_t *wiface)
 {
-    ucp_context_h context    = worker->context;
-    const ucp_tl_rsc_t *rsc  = &context->rscs[rsc_index];
-    ucp_worker_iface_t *wiface = &worker->ifaces[worker->num_ifaces];
+    ucp_context_h context   = worker->context;
+    const ucp_tl_rsc_t *rsc = &context->rscs[rsc_index];
     uct_iface_config_t *config;
-    uct_iface_params_t params;
     ucs_status_t status;
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask      = UCT_IFACE_PARAM_FIELD_DEVICE |
-                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG;
-    params.device.tl_name  = rsc->desc.tl_name;
-    params.device.dev_name = rsc->desc.dev_name;
-    params.err_handler     = ucp_worker_iface_error;
-    params.err_handler_arg = wiface;
-
+    params->field_mask     |= UCT_IFACE_PARAM_FIELD_DEVICE;
+    params->device.tl_name  = rsc->desc.tl_name;
+    params->device.dev_name = rsc->desc.dev_name;
     status = uct_md_iface_config_read(context->mds[rsc->md_index].md,
                                       rsc->desc.tl_name, NULL, NULL, &config);
     if (status != UCS_OK) {
         return status;
     }
     status = uct_iface_open(context->mds[rsc->md_index].md, worker->uct_worker,
-                            &params, config, &wiface->iface);
+                            params, config, &wiface->iface);
     uct_config_release(config);
+    if (status == UCS_OK) {
+        status = uct_iface_query(wiface->iface, &wiface->attr);
+        if (status != UCS_OK) {
+            uct_iface_close(wiface->iface);
+        }
+    }
     if (status != UCS_OK) {
         ucs_debug("ucp: %s/%s not opened: %s", rsc->desc.tl_name,
                   rsc->desc.dev_name, ucs_status_string(status));
+        wiface->iface = NULL;
         return status;
     }
-    status = uct_iface_query(wiface->iface, &wiface->attr);
-    if ((status != UCS_OK) ||
-        !(wiface->attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) ||
+    wiface->worker    = worker;
+    wiface->rsc_index = rsc_index;
+    return UCS_OK;
+}
+
+uct_ep_h ucp_worker_iface_connect(const ucp_worker_iface_t *wiface,
+                                  const ucp_unpacked_address_t *addr)
+{
+    const char *tl_name =
+            wiface->worker->context->rscs[wiface->rsc_index].desc.tl_name;
+    const ucp_address_entry_t *e;
+    uct_ep_params_t params;
+    uct_ep_h ep;
+    unsigned i;
+
+    for (i = 0; i < addr->num_entries; ++i) {
+        e = &addr->entries[i];
+        /* The entry of the same transport: its address format is ours. */
+        if (strcmp(e->tl_name, tl_name) ||
+            (e->dev_addr_len != wiface->attr.device_addr_len) ||
+            (e->iface_addr_len != wiface->attr.iface_addr_len) ||
+            !uct_iface_is_reachable(wiface->iface, e->dev_addr, e->iface_addr)) {
+            continue;
+        }
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = wiface->iface;
+        params.dev_addr   = e->dev_addr;
+        params.iface_addr = e->iface_addr;
+        return (uct_ep_create(&params, &ep) == UCS_OK) ? ep : NULL;
+    }
+    return NULL;
+}
+
+static ucs_status_t ucp_worker_open_iface(ucp_worker_h worker, unsigned rsc_index)
+{
+    ucp_worker_iface_t *wiface = &worker->ifaces[worker->num_ifaces];
+    uct_iface_params_t params;
+    ucs_status_t status;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask      = UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG;
+    params.err_handler     = ucp_worker_iface_error;
+    params.err_handler_arg = wiface;
+    status = ucp_worker_iface_open(worker, rsc_index, &params, wiface);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (!(wiface->attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) ||
         !(wiface->attr.cap.flags & UCT_IFACE_FLAG_AM_BCOPY) ||
         (wiface->attr.cap.am.max_bcopy <= UCP_EAGER_FIRST_HDR)) {
         /* Not usable for messaging (yet): connect-to-ep wire-up and
@@ -84,8 +133,6 @@ static ucs_status_t ucp_worker_open_iface(ucp_worker_h worker, unsigned rsc_inde
         uct_iface_close(wiface->iface);
         return UCS_ERR_UNSUPPORTED;
     }
-    wiface->worker    = worker;
-    wiface->rsc_index = rsc_index;
     ucp_tag_set_am_handlers(wiface);
     ucp_rma_set_am_handlers(wiface);
     ++worker->num_ifaces;

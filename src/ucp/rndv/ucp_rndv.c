@@ -36,12 +36,10 @@ static int ucp_rndv_find_md(ucp_context_h context, const char *name)
 
 static void ucp_rndv_open_rma_iface(ucp_worker_h worker)
 {
-    ucp_context_h context = worker->context;
+    ucp_context_h context      = worker->context;
     ucp_worker_iface_t *wiface = &worker->rma_iface;
-    uct_iface_config_t *config;
     uct_iface_params_t params;
     const ucp_tl_rsc_t *rsc;
-    ucs_status_t status;
     unsigned i;
 
     for (i = 0; i < context->num_rscs; ++i) {
@@ -52,33 +50,11 @@ static void ucp_rndv_open_rma_iface(ucp_worker_h worker)
     if (i == context->num_rscs) {
         return;
     }
-    rsc = &context->rscs[i];
     memset(&params, 0, sizeof(params));
-    params.field_mask      = UCT_IFACE_PARAM_FIELD_DEVICE;
-    params.device.tl_name  = rsc->desc.tl_name;
-    params.device.dev_name = rsc->desc.dev_name;
-    status = uct_md_iface_config_read(context->mds[rsc->md_index].md,
-                                      rsc->desc.tl_name, NULL, NULL, &config);
-    if (status != UCS_OK) {
+    if (ucp_worker_iface_open(worker, i, &params, wiface) != UCS_OK) {
         return;
     }
-    status = uct_iface_open(context->mds[rsc->md_index].md, worker->uct_worker,
-                            &params, config, &wiface->iface);
-    uct_config_release(config);
-    if (status == UCS_OK) {
-        status = uct_iface_query(wiface->iface, &wiface->attr);
-        if (status != UCS_OK) {
-            uct_iface_close(wiface->iface);
-        }
-    }
-    if (status != UCS_OK) {
-        ucs_debug("ucp: %s not opened for rendezvous: %s", UCP_RNDV_RMA_TL,
-                  ucs_status_string(status));
-        wiface->iface = NULL;
-        return;
-    }
-    wiface->worker    = worker;
-    wiface->rsc_index = i;
+    rsc = &context->rscs[i];
     worker->rndv->ipc_md        = context->mds[rsc->md_index].md;
     worker->rndv->ipc_component = context->mds[rsc->md_index].component;
     worker->rndv->key_size      = context->mds[rsc->md_index].attr.rkey_packed_size;
@@ -183,34 +159,14 @@ static void ucp_rndv_ep_connect_rma(ucp_ep_h ep, const ucp_unpacked_address_t *a
                                     int same_host)
 {
     ucp_worker_iface_t *wiface = &ep->worker->rma_iface;
-    const ucp_address_entry_t *e;
-    uct_ep_params_t params;
-    unsigned i;
 
     /* Not to ourselves: a process cannot import its own IPC handles. */
     if (!same_host || (wiface->iface == NULL) || (addr->pid == (uint32_t)getpid())) {
         return;
     }
-    for (i = 0; i < addr->num_entries; ++i) {
-        e = &addr->entries[i];
-        if (strcmp(e->tl_name, UCP_RNDV_RMA_TL) ||
-            (e->iface_addr_len != wiface->attr.iface_addr_len) ||
-            !uct_iface_is_reachable(wiface->iface, e->dev_addr, e->iface_addr)) {
-            continue;
-        }
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = wiface->iface;
-        params.dev_addr   = e->dev_addr;
-        params.iface_addr = e->iface_addr;
-        if (uct_ep_create(&params, &ep->rma_ep) != UCS_OK) {
-            ep->rma_ep = NULL;
-        }
-        ucs_debug("ucp: ep %p: %s rendezvous lane %s", (void*)ep, UCP_RNDV_RMA_TL,
-                  (ep->rma_ep != NULL) ? "connected" : "failed");
-        return;
-    }
+    ep->rma_ep = ucp_worker_iface_connect(wiface, addr);
+    ucs_debug("ucp: ep %p: %s rendezvous lane %s", (void*)ep, UCP_RNDV_RMA_TL,
+              (ep->rma_ep != NULL) ? "connected" : "not connected");
 }
 
 void ucp_rndv_ep_init(ucp_ep_h ep, const ucp_unpacked_address_t *addr,

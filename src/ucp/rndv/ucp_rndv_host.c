@@ -50,39 +50,20 @@ static double ucp_rndv_host_bandwidth(const uct_iface_attr_t *attr)
 static ucs_status_t ucp_rndv_host_try_open(ucp_worker_h worker, unsigned i,
                                            ucp_worker_iface_t *wiface)
 {
-    ucp_context_h context   = worker->context;
-    const ucp_tl_rsc_t *rsc = &context->rscs[i];
-    const uint64_t needed   = UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
-    uct_iface_config_t *config;
+    const uint64_t needed = UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     uct_iface_params_t params;
     ucs_status_t status;
 
     memset(&params, 0, sizeof(params));
-    params.field_mask      = UCT_IFACE_PARAM_FIELD_DEVICE;
-    params.device.tl_name  = rsc->desc.tl_name;
-    params.device.dev_name = rsc->desc.dev_name;
-    status = uct_md_iface_config_read(context->mds[rsc->md_index].md,
-                                      rsc->desc.tl_name, NULL, NULL, &config);
+    status = ucp_worker_iface_open(worker, i, &params, wiface);
     if (status != UCS_OK) {
         return status;
     }
-    status = uct_iface_open(context->mds[rsc->md_index].md, worker->uct_worker,
-                            &params, config, &wiface->iface);
-    uct_config_release(config);
-    if (status != UCS_OK) {
-        return status;
-    }
-    status = uct_iface_query(wiface->iface, &wiface->attr);
-    if ((status == UCS_OK) && ((wiface->attr.cap.flags & needed) != needed)) {
-        status = UCS_ERR_UNSUPPORTED;
-    }
-    if (status != UCS_OK) {
+    if ((wiface->attr.cap.flags & needed) != needed) {
         uct_iface_close(wiface->iface);
         wiface->iface = NULL;
-        return status;
+        return UCS_ERR_UNSUPPORTED;
     }
-    wiface->worker    = worker;
-    wiface->rsc_index = i;
     return UCS_OK;
 }
 
@@ -140,38 +121,15 @@ void ucp_rndv_host_lane_close(ucp_worker_h worker)
 
 void ucp_rndv_host_ep_connect(ucp_ep_h ep, const ucp_unpacked_address_t *addr)
 {
-    ucp_worker_iface_t *wiface = &ep->worker->host_rma_iface;
-    const char *tl_name;
-    const ucp_address_entry_t *e;
-    uct_ep_params_t params;
-    unsigned i;
+    const ucp_worker_iface_t *wiface = &ep->worker->host_rma_iface;
 
     if (wiface->iface == NULL) {
         return;
     }
-    tl_name = ep->worker->context->rscs[wiface->rsc_index].desc.tl_name;
-    for (i = 0; i < addr->num_entries; ++i) {
-        e = &addr->entries[i];
-        /* The entry of the same transport: its address format is ours. */
-        if (strcmp(e->tl_name, tl_name) ||
-            (e->dev_addr_len != wiface->attr.device_addr_len) ||
-            (e->iface_addr_len != wiface->attr.iface_addr_len) ||
-            !uct_iface_is_reachable(wiface->iface, e->dev_addr, e->iface_addr)) {
-            continue;
-        }
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = wiface->iface;
-        params.dev_addr   = e->dev_addr;
-        params.iface_addr = e->iface_addr;
-        if (uct_ep_create(&params, &ep->host_rma_ep) != UCS_OK) {
-            ep->host_rma_ep = NULL;
-        }
-        ucs_debug("ucp: ep %p: host rendezvous lane %s %s", (void*)ep, tl_name,
-                  (ep->host_rma_ep != NULL) ? "connected" : "failed");
-        return;
-    }
+    ep->host_rma_ep = ucp_worker_iface_connect(wiface, addr);
+    ucs_debug("ucp: ep %p: host rendezvous lane %s %s", (void*)ep,
+              ep->worker->context->rscs[wiface->rsc_index].desc.tl_name,
+              (ep->host_rma_ep != NULL) ? "connected" : "not connected");
 }
 
 void ucp_rndv_host_ep_cleanup(ucp_ep_h ep)
