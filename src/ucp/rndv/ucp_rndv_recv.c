@@ -121,6 +121,27 @@ static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
 
 /* ---- get ----------------------------------------------------------------- */
 
+/* A read over the host lane failed: the peer cannot be read after all (its
+ * memory went away, or the kernel refused). This ep stops trying; the data
+ * comes as messages. */
+static void ucp_rndv_recv_host_get_failed(ucp_rndv_req_t *rreq, ucs_status_t status)
+{
+    static int warned;
+    ucp_ep_h ep;
+
+    if (!warned) {
+        warned = 1;
+        ucs_warn("ucp: reading a peer's host memory failed (%s): host "
+                 "rendezvous from that peer goes through active messages",
+                 ucs_status_string(status));
+    }
+    ep = ucp_rndv_recv_ep(rreq);
+    if (ep != NULL) {
+        ucp_rndv_host_ep_cleanup(ep);
+        ucp_rndv_ep_set_thresh(ep);
+    }
+}
+
 static void ucp_rndv_recv_get_done(ucp_rndv_op_t *op)
 {
     ucp_rndv_req_t *rreq = ucp_rndv_req_find(op->worker, op->id, 0, "get");
@@ -134,7 +155,11 @@ static void ucp_rndv_recv_get_done(ucp_rndv_op_t *op)
         ucp_rndv_recv_done(rreq, UCS_OK);
         return;
     }
-    ucp_rndv_warn_import_failed(status);
+    if ((rreq->rts_flags >> 8) & UCP_RNDV_RTS_FLAG_HOST_KEY) {
+        ucp_rndv_recv_host_get_failed(rreq, status);
+    } else {
+        ucp_rndv_warn_import_failed(status);
+    }
     ucp_rndv_recv_pipeline(rreq, rreq->rts_flags >> 8);
 }
 
@@ -170,37 +195,6 @@ static ucs_status_t ucp_rndv_recv_get(ucp_rndv_req_t *rreq,
 
 /* ---- get over the host lane ----------------------------------------------- */
 
-static void ucp_rndv_recv_host_get_done(ucp_rndv_op_t *op)
-{
-    ucp_rndv_req_t *rreq = ucp_rndv_req_find(op->worker, op->id, 0, "host get");
-    ucs_status_t status  = op->comp.status;
-    static int warned;
-    ucp_ep_h ep;
-
-    ucp_rndv_op_free(op);
-    if (rreq == NULL) {
-        return;
-    }
-    if (status == UCS_OK) {
-        ucp_rndv_recv_done(rreq, UCS_OK);
-        return;
-    }
-    /* The peer cannot be read after all (its memory went away, or the
-     * kernel refused): this ep stops trying, the data comes as messages. */
-    if (!warned) {
-        warned = 1;
-        ucs_warn("ucp: reading a peer's host memory failed (%s): host "
-                 "rendezvous from that peer goes through active messages",
-                 ucs_status_string(status));
-    }
-    ep = ucp_rndv_recv_ep(rreq);
-    if (ep != NULL) {
-        ucp_rndv_host_ep_cleanup(ep);
-        ucp_rndv_ep_set_thresh(ep);
-    }
-    ucp_rndv_recv_pipeline(rreq, rreq->rts_flags >> 8);
-}
-
 /* Host data into a host buffer: one read by the kernel (or whatever the
  * host lane's transport does), no fragments. */
 static ucs_status_t ucp_rndv_recv_host_get(ucp_rndv_req_t *rreq,
@@ -219,7 +213,7 @@ static ucs_status_t ucp_rndv_recv_host_get(ucp_rndv_req_t *rreq,
         (ep->host_rma_ep == NULL)) {
         return UCS_ERR_UNSUPPORTED;
     }
-    op = ucp_rndv_op_new(rreq->worker, rreq->id, ucp_rndv_recv_host_get_done);
+    op = ucp_rndv_op_new(rreq->worker, rreq->id, ucp_rndv_recv_get_done);
     if (op == NULL) {
         return UCS_ERR_NO_MEMORY;
     }

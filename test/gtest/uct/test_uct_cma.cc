@@ -61,6 +61,12 @@ struct cma_owner {
     }
 };
 
+/* The peer's side of cma_owner::send(). */
+bool recv_owner(oob_channel &ch, std::string &key, uint64_t &remote)
+{
+    return ch.recv_blob(key) && ch.recv(&remote, sizeof(remote));
+}
+
 class test_uct_cma : public ::testing::Test {
 protected:
     void SetUp() override
@@ -105,8 +111,7 @@ TEST_F(test_uct_cma, get_and_put_move_contiguous_and_strided_blocks_between_proc
             uct_ep_h ep = e.connect_over_oob(ch);
             std::string key;
             uint64_t remote;
-            ASSERT_TRUE(ch.recv_blob(key));
-            ASSERT_TRUE(ch.recv(&remote, sizeof(remote)));
+            ASSERT_TRUE(recv_owner(ch, key, remote));
             uct_test_rkey rkey(e.component(), key);
 
             /* The whole buffer, in one read. */
@@ -163,8 +168,7 @@ TEST_F(test_uct_cma, foreign_keys_and_unmapped_ranges_fail_without_touching_memo
             uct_ep_h ep = e.connect_over_oob(ch);
             std::string key;
             uint64_t remote, guard;
-            ASSERT_TRUE(ch.recv_blob(key));
-            ASSERT_TRUE(ch.recv(&remote, sizeof(remote)));
+            ASSERT_TRUE(recv_owner(ch, key, remote));
             ASSERT_TRUE(ch.recv(&guard, sizeof(guard)));
             uct_test_rkey rkey(e.component(), key);
 
@@ -213,8 +217,7 @@ TEST_F(test_uct_cma, a_peer_that_has_died_fails_the_read_with_connection_reset)
             uct_ep_h ep = e.connect_over_oob(ch);
             std::string key;
             uint64_t remote;
-            ASSERT_TRUE(ch.recv_blob(key));
-            ASSERT_TRUE(ch.recv(&remote, sizeof(remote)));
+            ASSERT_TRUE(recv_owner(ch, key, remote));
             uct_test_rkey rkey(e.component(), key);
             std::string buf(64, '\0');
             uct_iov_t iov = {&buf[0], 64, NULL, 0, 1};

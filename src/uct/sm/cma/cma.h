@@ -26,6 +26,7 @@
 #ifndef UCT_CMA_H_
 #define UCT_CMA_H_
 
+#include <uct/base/uct_blob.h>
 #include <uct/base/uct_iface.h>
 
 #include <stdint.h>
@@ -44,12 +45,9 @@ BEGIN_C_DECLS
 /** Value of the probe byte a peer reads to check its access. */
 #define UCT_CMA_PROBE_VALUE     0xc3u
 
-/** Start of every address and packed key. */
-typedef struct uct_cma_blob_hdr {
-    uint32_t magic;       /**< UCT_CMA_*_MAGIC */
-    uint8_t  version;     /**< UCT_CMA_ADDR_VERSION */
-    uint8_t  reserved[3]; /**< zero */
-} UCS_S_PACKED uct_cma_blob_hdr_t;
+/** Start of every address and packed key (magic UCT_CMA_*_MAGIC, version
+ *  UCT_CMA_ADDR_VERSION). */
+typedef uct_blob_hdr_t uct_cma_blob_hdr_t;
 
 /** Device address: which kernel and PID namespace (pids mean the same). */
 typedef struct uct_cma_device_addr {
@@ -93,10 +91,21 @@ typedef struct uct_cma_ep {
 extern uct_component_t uct_cma_component;
 
 /** Kernel (boot id) and PID namespace of this process, hashed. */
-uint64_t uct_cma_node_id(void);
+static inline uint64_t uct_cma_node_id(void)
+{
+    return uct_blob_node_id();
+}
 
-void uct_cma_blob_hdr_init(uct_cma_blob_hdr_t *hdr, uint32_t magic);
-int uct_cma_blob_hdr_is_valid(const uct_cma_blob_hdr_t *hdr, uint32_t magic);
+static inline void uct_cma_blob_hdr_init(uct_cma_blob_hdr_t *hdr, uint32_t magic)
+{
+    uct_blob_hdr_init(hdr, magic, UCT_CMA_ADDR_VERSION);
+}
+
+static inline int uct_cma_blob_hdr_is_valid(const uct_cma_blob_hdr_t *hdr,
+                                            uint32_t magic)
+{
+    return uct_blob_hdr_is_valid(hdr, magic, UCT_CMA_ADDR_VERSION);
+}
 
 /** The status for an errno of process_vm_readv/writev. */
 ucs_status_t uct_cma_errno_status(int err);

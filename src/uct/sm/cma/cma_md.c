@@ -23,38 +23,6 @@ typedef struct uct_cma_md {
     uct_md_t super;
 } uct_cma_md_t;
 
-uint64_t uct_cma_node_id(void)
-{
-    uint8_t boot_id[16] = {0};
-    uint64_t pid_ns     = ucs_sys_get_pid_ns();
-    uint64_t hash       = 0xcbf29ce484222325ull;
-    const uint8_t *p;
-    size_t i;
-
-    (void)ucs_sys_get_boot_id(boot_id);
-    for (i = 0; i < sizeof(boot_id); ++i) {
-        hash = (hash ^ boot_id[i]) * 0x100000001b3ull;
-    }
-    for (p = (const uint8_t*)&pid_ns, i = 0; i < sizeof(pid_ns); ++i) {
-        hash = (hash ^ p[i]) * 0x100000001b3ull;
-    }
-    return hash;
-}
-
-void uct_cma_blob_hdr_init(uct_cma_blob_hdr_t *hdr, uint32_t magic)
-{
-    memset(hdr, 0, sizeof(*hdr));
-    hdr->magic   = magic;
-    hdr->version = UCT_CMA_ADDR_VERSION;
-}
-
-int uct_cma_blob_hdr_is_valid(const uct_cma_blob_hdr_t *hdr, uint32_t magic)
-{
-    return (hdr->magic == magic) && (hdr->version == UCT_CMA_ADDR_VERSION) &&
-           (hdr->reserved[0] == 0) && (hdr->reserved[1] == 0) &&
-           (hdr->reserved[2] == 0);
-}
-
 ucs_status_t uct_cma_errno_status(int err)
 {
     switch (err) {

@@ -15,6 +15,7 @@
 #ifndef UCT_SELF_H_
 #define UCT_SELF_H_
 
+#include <uct/base/uct_blob.h>
 #include <uct/base/uct_iface.h>
 #include <ucs/datastruct/mpool.h>
 
@@ -29,12 +30,9 @@ BEGIN_C_DECLS
 #define UCT_SELF_IFACE_ADDR_MAGIC 0x66694c53u /* "SLif" */
 #define UCT_SELF_RKEY_MAGIC      0x6b724c53u /* "SLrk" */
 
-/** Start of every address and packed key: what it is and its format. */
-typedef struct uct_self_blob_hdr {
-    uint32_t magic;       /**< UCT_SELF_*_MAGIC */
-    uint8_t  version;     /**< UCT_SELF_ADDR_VERSION */
-    uint8_t  reserved[3]; /**< zero; non-zero means a newer or corrupt blob */
-} UCS_S_PACKED uct_self_blob_hdr_t;
+/** Start of every address and packed key (magic UCT_SELF_*_MAGIC, version
+ *  UCT_SELF_ADDR_VERSION). */
+typedef uct_blob_hdr_t uct_self_blob_hdr_t;
 
 /** Device address: which process. */
 typedef struct uct_self_device_addr {
@@ -79,10 +77,17 @@ extern uct_component_t uct_self_component;
 uint64_t uct_self_proc_id(void);
 
 /** Fill @a hdr for a blob of kind @a magic. */
-void uct_self_blob_hdr_init(uct_self_blob_hdr_t *hdr, uint32_t magic);
+static inline void uct_self_blob_hdr_init(uct_self_blob_hdr_t *hdr, uint32_t magic)
+{
+    uct_blob_hdr_init(hdr, magic, UCT_SELF_ADDR_VERSION);
+}
 
 /** Whether @a hdr is a well-formed header of a blob of kind @a magic. */
-int uct_self_blob_hdr_is_valid(const uct_self_blob_hdr_t *hdr, uint32_t magic);
+static inline int uct_self_blob_hdr_is_valid(const uct_self_blob_hdr_t *hdr,
+                                             uint32_t magic)
+{
+    return uct_blob_hdr_is_valid(hdr, magic, UCT_SELF_ADDR_VERSION);
+}
 
 /**
  * The self iface of this process with address @a addr, or NULL when the

@@ -22,47 +22,13 @@ typedef struct uct_self_md {
     uct_md_t super;
 } uct_self_md_t;
 
-/* FNV-1a: enough to spread boot id, namespace and pid over 64 bits. */
-static uint64_t uct_self_hash(uint64_t hash, const void *data, size_t length)
-{
-    const uint8_t *p = data;
-    size_t i;
-
-    for (i = 0; i < length; ++i) {
-        hash ^= p[i];
-        hash *= 0x100000001b3ull;
-    }
-    return hash;
-}
-
 uint64_t uct_self_proc_id(void)
 {
-    uint8_t boot_id[16] = {0};
-    uint64_t pid_ns     = ucs_sys_get_pid_ns();
-    pid_t pid           = getpid();
-    uint64_t hash       = 0xcbf29ce484222325ull;
+    pid_t pid = getpid();
 
     /* Not cached: the pid changes in a forked child, whose addresses must
      * differ from its parent's. */
-    (void)ucs_sys_get_boot_id(boot_id);
-    hash = uct_self_hash(hash, boot_id, sizeof(boot_id));
-    hash = uct_self_hash(hash, &pid_ns, sizeof(pid_ns));
-    hash = uct_self_hash(hash, &pid, sizeof(pid));
-    return hash;
-}
-
-void uct_self_blob_hdr_init(uct_self_blob_hdr_t *hdr, uint32_t magic)
-{
-    memset(hdr, 0, sizeof(*hdr));
-    hdr->magic   = magic;
-    hdr->version = UCT_SELF_ADDR_VERSION;
-}
-
-int uct_self_blob_hdr_is_valid(const uct_self_blob_hdr_t *hdr, uint32_t magic)
-{
-    return (hdr->magic == magic) && (hdr->version == UCT_SELF_ADDR_VERSION) &&
-           (hdr->reserved[0] == 0) && (hdr->reserved[1] == 0) &&
-           (hdr->reserved[2] == 0);
+    return uct_fnv1a64(uct_blob_node_id(), &pid, sizeof(pid));
 }
 
 static void uct_self_md_close(uct_md_h md)
