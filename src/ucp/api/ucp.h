@@ -239,9 +239,13 @@ typedef struct {
      *  none (poll with ucp_request_check_status()). */
     union {
         /** Sends, flushes and closes. */
-        ucp_send_nbx_callback_t     send;
+        ucp_send_nbx_callback_t         send;
         /** Tag receives (ucp_tag_recv_nbx(), ucp_tag_msg_recv_nbx()). */
-        ucp_tag_recv_nbx_callback_t recv;
+        ucp_tag_recv_nbx_callback_t     recv;
+        /** Stream receives (ucp_stream_recv_nbx()). */
+        ucp_stream_recv_nbx_callback_t  recv_stream;
+        /** Active-message data receives (ucp_am_recv_data_nbx()). */
+        ucp_am_recv_data_nbx_callback_t recv_am;
     } cb;
 
     /** Datatype of the buffer. Default ucp_dt_make_contig(1): count is in
@@ -265,6 +269,8 @@ typedef struct {
      *  received (UCP_OP_ATTR_FIELD_RECV_INFO); written only when the call
      *  returns NULL. */
     union {
+        /** Stream and active-message receives: bytes received. */
+        size_t              *length;
         /** Tag receives: sender tag and length. */
         ucp_tag_recv_info_t *tag_info;
     } recv_info;
@@ -802,8 +808,26 @@ enum ucp_ep_close_mode {
 enum ucp_ep_attr_field {
     UCP_EP_ATTR_FIELD_NAME            = UCS_BIT(0), /**< name */
     UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR  = UCS_BIT(1), /**< local_sockaddr */
-    UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR = UCS_BIT(2)  /**< remote_sockaddr */
+    UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR = UCS_BIT(2), /**< remote_sockaddr */
+    UCP_EP_ATTR_FIELD_TRANSPORTS      = UCS_BIT(3), /**< transports */
+    UCP_EP_ATTR_FIELD_USER_DATA       = UCS_BIT(4)  /**< user_data */
 };
+
+/** One lane of an endpoint, as ucp_ep_query() reports it. */
+typedef struct ucp_transport_entry {
+    const char *transport_name; /**< the transport (UCX_TLS name) */
+    const char *device_name;    /**< its device */
+} ucp_transport_entry_t;
+
+/** Caller-provided room for an endpoint's lanes (ucp_ep_attr_t). */
+typedef struct ucp_transports {
+    /** Array of @a num_entries elements of @a entry_size bytes each. */
+    ucp_transport_entry_t *entries;
+    /** In: elements in @a entries; out: elements written. */
+    unsigned              num_entries;
+    /** sizeof(ucp_transport_entry_t) of the caller's build. */
+    size_t                entry_size;
+} ucp_transports_t;
 
 /** Attributes of an endpoint, filled by ucp_ep_query(). */
 typedef struct ucp_ep_attr {
@@ -820,6 +844,14 @@ typedef struct ucp_ep_attr {
     /** Out: remote socket address of a client/server connection; likewise
      *  never available here. */
     struct sockaddr_storage remote_sockaddr;
+
+    /** In: room for entries (entries, num_entries, entry_size); out: the
+     *  transports and devices the endpoint's lanes use, num_entries set to
+     *  how many were written. Names stay valid while the endpoint lives. */
+    ucp_transports_t        transports;
+
+    /** Out: the endpoint's user data (UCP_EP_PARAM_FIELD_USER_DATA). */
+    void                    *user_data;
 } ucp_ep_attr_t;
 
 /**
@@ -1491,6 +1523,495 @@ ucs_status_ptr_t ucp_atomic_op_nbx(ucp_ep_h ep, ucp_atomic_op_t opcode,
                                    const void *buffer, size_t count,
                                    uint64_t remote_addr, ucp_rkey_h rkey,
                                    const ucp_request_param_t *param);
+
+
+/* ======================================================================== */
+/* Client/server connection establishment                                    */
+/* ======================================================================== */
+
+/** Bits of ucp_listener_params_t::field_mask. */
+enum ucp_listener_params_field {
+    UCP_LISTENER_PARAM_FIELD_SOCK_ADDR      = UCS_BIT(0), /**< sockaddr */
+    UCP_LISTENER_PARAM_FIELD_ACCEPT_HANDLER = UCS_BIT(1), /**< accept_handler */
+    UCP_LISTENER_PARAM_FIELD_CONN_HANDLER   = UCS_BIT(2)  /**< conn_handler */
+};
+
+/** How to create a listener (ucp_listener_create()). */
+typedef struct ucp_listener_params {
+    /** Bits of enum ucp_listener_params_field. */
+    uint64_t                      field_mask;
+
+    /** Address to listen on (required): IPv4 or IPv6, INADDR_ANY /
+     *  in6addr_any for every interface, port 0 for one the kernel picks
+     *  (ucp_listener_query() tells which). */
+    ucs_sock_addr_t               sockaddr;
+
+    /** The older handler: the library creates the server's endpoint and
+     *  passes it. */
+    ucp_listener_accept_handler_t accept_handler;
+
+    /** Handler of connection requests (the application creates or refuses
+     *  the endpoint). One of the two handlers is required. */
+    ucp_listener_conn_handler_t   conn_handler;
+} ucp_listener_params_t;
+
+/** Bits of ucp_listener_attr_t::field_mask. */
+enum ucp_listener_attr_field {
+    UCP_LISTENER_ATTR_FIELD_SOCKADDR = UCS_BIT(0) /**< sockaddr */
+};
+
+/** Attributes of a listener (ucp_listener_query()). */
+typedef struct ucp_listener_attr {
+    /** In: bits of enum ucp_listener_attr_field to fill. */
+    uint64_t                field_mask;
+    /** Out: the address the listener is bound to, with its actual port. */
+    struct sockaddr_storage sockaddr;
+} ucp_listener_attr_t;
+
+/** Bits of ucp_conn_request_attr_t::field_mask. */
+enum ucp_conn_request_attr_field {
+    UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR = UCS_BIT(0), /**< client_address */
+    UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ID   = UCS_BIT(1)  /**< client_id */
+};
+
+/** Attributes of a connection request (ucp_conn_request_query()). */
+typedef struct ucp_conn_request_attr {
+    /** In: bits of enum ucp_conn_request_attr_field to fill. */
+    uint64_t                field_mask;
+    /** Out: the client's socket address as the server sees it. */
+    struct sockaddr_storage client_address;
+    /** Out: the client worker's client_id (UCP_WORKER_PARAM_FIELD_CLIENT_ID),
+     *  sent when the client set UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID, else 0. */
+    uint64_t                client_id;
+} ucp_conn_request_attr_t;
+
+/**
+ * Listen for clients on a socket address. Connection requests are handled
+ * from ucp_worker_progress() of @a worker (which ucp_worker_wait() also
+ * wakes for). The handshake carries the worker addresses, so the endpoints
+ * of both sides then use the best transports they share (shared memory on
+ * one host, tcp between hosts), as endpoints created from worker addresses.
+ *
+ * @param worker       the worker that owns the listener and its endpoints.
+ * @param params       address and handler.
+ * @param listener_p   receives the listener.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for a missing address or handler, or
+ *         a bad address family; UCS_ERR_BUSY when the address is in use;
+ *         UCS_ERR_IO_ERROR for other socket errors (logged with the cause).
+ */
+ucs_status_t ucp_listener_create(ucp_worker_h worker,
+                                 const ucp_listener_params_t *params,
+                                 ucp_listener_h *listener_p);
+
+/**
+ * Stop listening and free the listener. Requests not yet accepted are
+ * refused; endpoints already created are not affected.
+ *
+ * @param listener  the listener.
+ */
+void ucp_listener_destroy(ucp_listener_h listener);
+
+/**
+ * Query a listener.
+ *
+ * @param listener  the listener.
+ * @param attr      in: field_mask; out: the fields named.
+ * @return UCS_OK.
+ */
+ucs_status_t ucp_listener_query(ucp_listener_h listener, ucp_listener_attr_t *attr);
+
+/**
+ * Refuse a connection request: the client's endpoint fails with
+ * UCS_ERR_REJECTED (its error handler runs when it has one). The request is
+ * freed.
+ *
+ * @param listener      the listener that reported it.
+ * @param conn_request  the request.
+ * @return UCS_OK.
+ */
+ucs_status_t ucp_listener_reject(ucp_listener_h listener,
+                                 ucp_conn_request_h conn_request);
+
+/**
+ * Query a connection request (before it is accepted or rejected).
+ *
+ * @param conn_request  the request.
+ * @param attr          in: field_mask; out: the fields named.
+ * @return UCS_OK.
+ */
+ucs_status_t ucp_conn_request_query(ucp_conn_request_h conn_request,
+                                    ucp_conn_request_attr_t *attr);
+
+
+/* ======================================================================== */
+/* Stream                                                                    */
+/* ======================================================================== */
+
+/** Bits of ucp_request_param_t::flags for ucp_stream_recv_nbx(). */
+typedef enum {
+    /** Complete only when the whole buffer is filled (else as soon as any
+     *  data is there). */
+    UCP_STREAM_RECV_FLAG_WAITALL = UCS_BIT(0)
+} ucp_stream_recv_flags_t;
+
+/** An endpoint with stream data to receive (ucp_stream_worker_poll()). */
+typedef struct ucp_stream_poll_ep {
+    ucp_ep_h ep;           /**< the endpoint */
+    void     *user_data;   /**< its user data */
+    unsigned flags;        /**< reserved, 0 */
+    uint8_t  reserved[16]; /**< reserved */
+} ucp_stream_poll_ep_t;
+
+/**
+ * Send bytes on the endpoint's stream: they arrive in order after the bytes
+ * of earlier stream sends on the same endpoint, with no message boundaries.
+ * Host and GPU memory (detected, or param->memory_type).
+ *
+ * @param ep      the endpoint.
+ * @param buffer  data.
+ * @param count   elements of param->datatype (default: bytes).
+ * @param param   callback, datatype, flags.
+ * @return NULL (done, buffer reusable), a request, or an error pointer.
+ */
+ucs_status_ptr_t ucp_stream_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,
+                                     const ucp_request_param_t *param);
+
+/**
+ * Receive stream bytes of the endpoint into @a buffer. Without
+ * UCP_STREAM_RECV_FLAG_WAITALL it completes as soon as any whole elements
+ * are there, with their length; with it, when the buffer is full.
+ *
+ * @param ep      the endpoint.
+ * @param buffer  where the bytes go (host or GPU memory).
+ * @param count   elements of param->datatype the buffer holds.
+ * @param length  when the call completes at once (returns NULL): the bytes
+ *                received.
+ * @param param   callback (cb.recv_stream), datatype, flags, recv_info.
+ * @return NULL (done), a request, or an error pointer.
+ */
+ucs_status_ptr_t ucp_stream_recv_nbx(ucp_ep_h ep, void *buffer, size_t count,
+                                     size_t *length,
+                                     const ucp_request_param_t *param);
+
+/**
+ * Take the next chunk of received stream bytes without copying.
+ *
+ * @param ep      the endpoint.
+ * @param length  receives the chunk's length.
+ * @return the data (give it back with ucp_stream_data_release()), NULL when
+ *         nothing is there, or an error pointer.
+ */
+ucs_status_ptr_t ucp_stream_recv_data_nb(ucp_ep_h ep, size_t *length);
+
+/**
+ * Give back a chunk from ucp_stream_recv_data_nb().
+ *
+ * @param ep    the endpoint it came from.
+ * @param data  the chunk.
+ */
+void ucp_stream_data_release(ucp_ep_h ep, void *data);
+
+/**
+ * Find endpoints that have stream data to receive.
+ *
+ * @param worker    the worker.
+ * @param poll_eps  room for @a max_eps entries.
+ * @param max_eps   size of @a poll_eps.
+ * @param flags     0.
+ * @return the number of entries written, or a negative ucs_status_t.
+ */
+ssize_t ucp_stream_worker_poll(ucp_worker_h worker, ucp_stream_poll_ep_t *poll_eps,
+                               size_t max_eps, unsigned flags);
+
+/**
+ * State of a stream receive request.
+ *
+ * @param request   the request.
+ * @param length_p  on completion: the bytes received.
+ * @return UCS_INPROGRESS, or the completion status.
+ */
+ucs_status_t ucp_stream_recv_request_test(void *request, size_t *length_p);
+
+/** ucp_stream_send_nbx() with the old callback and flags (0). */
+ucs_status_ptr_t ucp_stream_send_nb(ucp_ep_h ep, const void *buffer, size_t count,
+                                    ucp_datatype_t datatype, ucp_send_callback_t cb,
+                                    unsigned flags);
+
+/** ucp_stream_recv_nbx() with the old callback; @a flags are
+ *  ucp_stream_recv_flags_t. */
+ucs_status_ptr_t ucp_stream_recv_nb(ucp_ep_h ep, void *buffer, size_t count,
+                                    ucp_datatype_t datatype,
+                                    ucp_stream_recv_callback_t cb, size_t *length,
+                                    unsigned flags);
+
+
+/* ======================================================================== */
+/* Active messages                                                           */
+/* ======================================================================== */
+
+/** Bits of ucp_am_handler_param_t::flags. */
+enum ucp_am_cb_flags {
+    /** The handler gets whole messages. This library always delivers whole
+     *  messages; the flag is accepted for compatibility. */
+    UCP_AM_FLAG_WHOLE_MSG       = UCS_BIT(0),
+    /** Eager data passed to the handler may always be kept
+     *  (UCP_AM_RECV_ATTR_FLAG_DATA is set): it is in memory of the library
+     *  that lives until ucp_am_data_release(). */
+    UCP_AM_FLAG_PERSISTENT_DATA = UCS_BIT(1)
+};
+
+/** Bits of ucp_request_param_t::flags for ucp_am_send_nbx(). */
+enum ucp_send_am_flags {
+    /** Give the receiver an endpoint to the sender (param->reply_ep). */
+    UCP_AM_SEND_FLAG_REPLY       = UCS_BIT(0),
+    /** Send the data with the message, whatever its size. */
+    UCP_AM_SEND_FLAG_EAGER       = UCS_BIT(1),
+    /** Announce the data and let the receiver fetch it (rendezvous). */
+    UCP_AM_SEND_FLAG_RNDV        = UCS_BIT(2),
+    /** The header may be reused when the call returns (this library always
+     *  copies it). */
+    UCP_AM_SEND_FLAG_COPY_HEADER = UCS_BIT(3),
+    UCP_AM_SEND_REPLY            = UCP_AM_SEND_FLAG_REPLY /**< old name */
+};
+
+/** Flags passed to a ucp_am_callback_t. */
+enum ucp_cb_param_flags {
+    UCP_CB_PARAM_FLAG_DATA = UCS_BIT(0) /**< the data may be kept */
+};
+
+/** Bits of ucp_am_recv_param_t::recv_attr. */
+typedef enum {
+    UCP_AM_RECV_ATTR_FIELD_REPLY_EP = UCS_BIT(0),  /**< reply_ep is set */
+    UCP_AM_RECV_ATTR_FLAG_DATA      = UCS_BIT(16), /**< data may be kept */
+    UCP_AM_RECV_ATTR_FLAG_RNDV      = UCS_BIT(17)  /**< data is a rendezvous
+                                                        descriptor */
+} ucp_am_recv_attr_t;
+
+/** Bits of ucp_am_handler_param_t::field_mask. */
+enum ucp_am_handler_param_field {
+    UCP_AM_HANDLER_PARAM_FIELD_ID    = UCS_BIT(0), /**< id */
+    UCP_AM_HANDLER_PARAM_FIELD_FLAGS = UCS_BIT(1), /**< flags */
+    UCP_AM_HANDLER_PARAM_FIELD_CB    = UCS_BIT(2), /**< cb */
+    UCP_AM_HANDLER_PARAM_FIELD_ARG   = UCS_BIT(3)  /**< arg */
+};
+
+/** An active-message handler to install (ucp_worker_set_am_recv_handler()). */
+typedef struct ucp_am_handler_param {
+    uint64_t               field_mask; /**< bits of ucp_am_handler_param_field */
+    unsigned               id;         /**< message id (required), < 65536 */
+    uint32_t               flags;      /**< bits of ucp_am_cb_flags */
+    ucp_am_recv_callback_t cb;         /**< the handler; NULL removes it */
+    void                   *arg;       /**< its first argument */
+} ucp_am_handler_param_t;
+
+/** What a handler learns about a message besides header and data. */
+struct ucp_am_recv_param {
+    uint64_t recv_attr; /**< bits of ucp_am_recv_attr_t */
+    ucp_ep_h reply_ep;  /**< endpoint to the sender (FIELD_REPLY_EP) */
+};
+
+/**
+ * Install (or with cb NULL remove) the handler of active messages with
+ * param->id. Messages of an id without handler are dropped with a warning
+ * (a rendezvous one releases its sender).
+ *
+ * @param worker  the worker.
+ * @param param   id, handler, argument, flags.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM without id or with id >= 65536.
+ */
+ucs_status_t ucp_worker_set_am_recv_handler(ucp_worker_h worker,
+                                            const ucp_am_handler_param_t *param);
+
+/**
+ * Send an active message: a user header (at most the worker's
+ * max_am_header bytes, copied) and data (host or GPU memory of any kind,
+ * contiguous or IOV). Small data travels with the header; large data is
+ * announced and fetched by the receiver (ucp_am_recv_data_nbx()) through the
+ * same rendezvous protocols as tag messages. param->flags: ucp_send_am_flags.
+ *
+ * @param ep             the endpoint.
+ * @param id             message id the receiver's handler is installed for.
+ * @param header         user header, or NULL when @a header_length is 0.
+ * @param header_length  its length.
+ * @param buffer         data.
+ * @param count          elements of param->datatype (default bytes).
+ * @param param          callback, datatype, memory type, flags.
+ * @return NULL (done), a request, or an error pointer (UCS_ERR_EXCEEDS_LIMIT
+ *         for a header over the limit).
+ */
+ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, const void *header,
+                                 size_t header_length, const void *buffer,
+                                 size_t count, const ucp_request_param_t *param);
+
+/**
+ * Receive the data of an active message into @a buffer: a rendezvous
+ * descriptor (UCP_AM_RECV_ATTR_FLAG_RNDV) is fetched from the sender; kept
+ * eager data (UCP_AM_RECV_ATTR_FLAG_DATA) is copied and released. The
+ * descriptor is consumed either way.
+ *
+ * @param worker     the worker whose handler got @a data_desc.
+ * @param data_desc  the handler's data argument.
+ * @param buffer     destination (host or GPU memory).
+ * @param count      elements of param->datatype it holds.
+ * @param param      callback (cb.recv_am), datatype, memory type, recv_info.
+ * @return NULL (done), a request, or an error pointer
+ *         (UCS_ERR_MESSAGE_TRUNCATED when the buffer is too small).
+ */
+ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void *data_desc,
+                                      void *buffer, size_t count,
+                                      const ucp_request_param_t *param);
+
+/**
+ * Give back data or a rendezvous descriptor a handler kept (returned
+ * UCS_INPROGRESS for). A rendezvous message released without being received
+ * completes its send.
+ *
+ * @param worker  the worker.
+ * @param data    the handler's data argument.
+ */
+void ucp_am_data_release(ucp_worker_h worker, void *data);
+
+/**
+ * The old handler interface: install @a cb for @a id (flags:
+ * UCP_AM_FLAG_WHOLE_MSG); NULL removes it.
+ *
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM for an id >= 65536.
+ */
+ucs_status_t ucp_worker_set_am_handler(ucp_worker_h worker, uint16_t id,
+                                       ucp_am_callback_t cb, void *arg,
+                                       uint32_t flags);
+
+/** ucp_am_send_nbx() without header, with the old callback; @a flags:
+ *  UCP_AM_SEND_REPLY. */
+ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id, const void *buffer,
+                                size_t count, ucp_datatype_t datatype,
+                                ucp_send_callback_t cb, unsigned flags);
+
+
+/* ======================================================================== */
+/* Diagnostics and queries used by bindings                                  */
+/* ======================================================================== */
+
+/** Bits of ucp_request_attr_t::field_mask. */
+typedef enum {
+    UCP_REQUEST_ATTR_FIELD_INFO_STRING      = UCS_BIT(0), /**< debug_string */
+    UCP_REQUEST_ATTR_FIELD_INFO_STRING_SIZE = UCS_BIT(1), /**< debug_string_size */
+    UCP_REQUEST_ATTR_FIELD_STATUS           = UCS_BIT(2), /**< status */
+    UCP_REQUEST_ATTR_FIELD_MEM_TYPE         = UCS_BIT(3)  /**< mem_type */
+} ucp_req_attr_field;
+
+/** Attributes of a request (ucp_request_query()). */
+typedef struct {
+    uint64_t          field_mask;        /**< in: bits of ucp_req_attr_field */
+    char              *debug_string;     /**< in: room for a description */
+    size_t            debug_string_size; /**< in: its size */
+    ucs_status_t      status;            /**< out: UCS_INPROGRESS or the result */
+    ucs_memory_type_t mem_type;          /**< out: memory type of its buffer */
+} ucp_request_attr_t;
+
+/**
+ * Query a request.
+ *
+ * @param request  a request returned by a non-blocking call.
+ * @param attr     in: field_mask (and the string room); out: the fields named.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for INFO_STRING without room.
+ */
+ucs_status_t ucp_request_query(void *request, ucp_request_attr_t *attr);
+
+/** Whether a request has completed (non-zero) or is in progress (0). */
+int ucp_request_is_completed(void *request);
+
+/** A request object the application may pass to the *_nbr calls' successors
+ *  (UCP_OP_ATTR_FIELD_REQUEST is preferred); free it with ucp_request_free().
+ *  NULL when out of memory. */
+void *ucp_request_alloc(ucp_worker_h worker);
+
+/** Complete information about a tag receive request: like
+ *  ucp_request_test(). */
+ucs_status_t ucp_tag_recv_request_test(void *request, ucp_tag_recv_info_t *info);
+
+/**
+ * Print the worker's transports, address and state.
+ *
+ * @param worker  the worker.
+ * @param stream  where to print.
+ */
+void ucp_worker_print_info(ucp_worker_h worker, FILE *stream);
+
+/** Print an endpoint's lanes and protocol thresholds. */
+void ucp_ep_print_info(ucp_ep_h ep, FILE *stream);
+
+/** Print a registered region (address, length, memory type). */
+void ucp_mem_print_info(const char *mem_spec, ucp_context_h context, FILE *stream);
+
+/** Bits of ucp_lib_attr_t::field_mask. */
+enum ucp_lib_attr_field {
+    UCP_LIB_ATTR_FIELD_MAX_THREAD_LEVEL = UCS_BIT(0) /**< max_thread_level */
+};
+
+/** Attributes of the library (ucp_lib_query()). */
+typedef struct ucp_lib_attr {
+    uint64_t          field_mask;       /**< in: bits of ucp_lib_attr_field */
+    ucs_thread_mode_t max_thread_level; /**< out: UCS_THREAD_MODE_MULTI */
+} ucp_lib_attr_t;
+
+/** Query the library. @return UCS_OK. */
+ucs_status_t ucp_lib_query(ucp_lib_attr_t *attr);
+
+/** Bits of ucp_worker_address_attr_t::field_mask. */
+enum ucp_worker_address_attr_field {
+    UCP_WORKER_ADDRESS_ATTR_FIELD_UID = UCS_BIT(0) /**< worker_uid */
+};
+
+/** What a worker address tells (ucp_worker_address_query()). */
+typedef struct ucp_worker_address_attr {
+    uint64_t field_mask; /**< in: bits of ucp_worker_address_attr_field */
+    uint64_t worker_uid; /**< out: the worker's unique id */
+} ucp_worker_address_attr_t;
+
+/**
+ * Query a worker address (of any worker).
+ *
+ * @return UCS_OK; UCS_ERR_INVALID_ADDR for a corrupt address.
+ */
+ucs_status_t ucp_worker_address_query(ucp_address_t *address,
+                                      ucp_worker_address_attr_t *attr);
+
+/** Bits of ucp_ep_evaluate_perf_param_t::field_mask. */
+typedef enum ucp_ep_perf_param_field {
+    UCP_EP_PERF_PARAM_FIELD_MESSAGE_SIZE = UCS_BIT(0) /**< message_size */
+} ucp_ep_perf_param_field_t;
+
+/** Bits of ucp_ep_evaluate_perf_attr_t::field_mask. */
+typedef enum ucp_ep_perf_attr_field {
+    UCP_EP_PERF_ATTR_FIELD_ESTIMATED_TIME = UCS_BIT(0) /**< estimated_time */
+} ucp_ep_perf_attr_field_t;
+
+/** Input of ucp_ep_evaluate_perf(). */
+typedef struct {
+    uint64_t field_mask;   /**< bits of ucp_ep_perf_param_field_t */
+    size_t   message_size; /**< bytes of a host-memory tag message */
+} ucp_ep_evaluate_perf_param_t;
+
+/** Output of ucp_ep_evaluate_perf(). */
+typedef struct {
+    uint64_t field_mask;     /**< bits of ucp_ep_perf_attr_field_t */
+    double   estimated_time; /**< seconds, from the transports' estimates */
+} ucp_ep_evaluate_perf_attr_t;
+
+/**
+ * Estimate the time a host-memory tag message of param->message_size bytes
+ * takes on @a ep, from the performance model that chooses its protocols.
+ *
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM without message size.
+ */
+ucs_status_t ucp_ep_evaluate_perf(ucp_ep_h ep,
+                                  const ucp_ep_evaluate_perf_param_t *param,
+                                  ucp_ep_evaluate_perf_attr_t *attr);
+
+/** Wait (spinning, then yielding) until the 64-bit word at @a address may
+ *  have changed; for applications that poll memory a peer writes. */
+void ucp_worker_wait_mem(ucp_worker_h worker, void *address);
 
 
 /* ======================================================================== */

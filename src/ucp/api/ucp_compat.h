@@ -78,6 +78,48 @@ ucs_status_t ucp_ep_flush(ucp_ep_h ep);
  */
 ucs_status_t ucp_worker_flush(ucp_worker_h worker);
 
+/**
+ * Blocking remote memory access and atomics: each starts the operation with
+ * its non-blocking successor (ucp_put_nbx(), ucp_get_nbx(),
+ * ucp_atomic_op_nbx()) and progresses the endpoint's worker until it
+ * completed remotely. Must be called from a thread that may progress the
+ * worker. They return UCS_OK or the operation's error.
+ */
+/** Write @a length bytes of @a buffer to @a remote_addr of the peer. */
+ucs_status_t ucp_put(ucp_ep_h ep, const void *buffer, size_t length,
+                     uint64_t remote_addr, ucp_rkey_h rkey);
+/** Read @a length bytes at @a remote_addr of the peer into @a buffer. */
+ucs_status_t ucp_get(ucp_ep_h ep, void *buffer, size_t length,
+                     uint64_t remote_addr, ucp_rkey_h rkey);
+/** Add @a add to the remote 32-bit value. */
+ucs_status_t ucp_atomic_add32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr,
+                              ucp_rkey_h rkey);
+/** Add @a add to the remote 64-bit value. */
+ucs_status_t ucp_atomic_add64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr,
+                              ucp_rkey_h rkey);
+/** Add @a add to the remote 32-bit value; *@a result gets the old one. */
+ucs_status_t ucp_atomic_fadd32(ucp_ep_h ep, uint32_t add, uint64_t remote_addr,
+                               ucp_rkey_h rkey, uint32_t *result);
+/** Add @a add to the remote 64-bit value; *@a result gets the old one. */
+ucs_status_t ucp_atomic_fadd64(ucp_ep_h ep, uint64_t add, uint64_t remote_addr,
+                               ucp_rkey_h rkey, uint64_t *result);
+/** Store @a swap in the remote 32-bit value; *@a result gets the old one. */
+ucs_status_t ucp_atomic_swap32(ucp_ep_h ep, uint32_t swap, uint64_t remote_addr,
+                               ucp_rkey_h rkey, uint32_t *result);
+/** Store @a swap in the remote 64-bit value; *@a result gets the old one. */
+ucs_status_t ucp_atomic_swap64(ucp_ep_h ep, uint64_t swap, uint64_t remote_addr,
+                               ucp_rkey_h rkey, uint64_t *result);
+/** Store @a swap if the remote 32-bit value equals @a compare; *@a result
+ *  gets the old value either way. */
+ucs_status_t ucp_atomic_cswap32(ucp_ep_h ep, uint32_t compare, uint32_t swap,
+                                uint64_t remote_addr, ucp_rkey_h rkey,
+                                uint32_t *result);
+/** Store @a swap if the remote 64-bit value equals @a compare; *@a result
+ *  gets the old value either way. */
+ucs_status_t ucp_atomic_cswap64(ucp_ep_h ep, uint64_t compare, uint64_t swap,
+                                uint64_t remote_addr, ucp_rkey_h rkey,
+                                uint64_t *result);
+
 END_C_DECLS
 
 #endif

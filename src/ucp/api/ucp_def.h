@@ -63,10 +63,17 @@ typedef struct ucp_ep *ucp_ep_h;
 typedef struct ucp_address ucp_address_t;
 
 /**
- * A connection request from a listener. This library has no listeners; the
- * type exists because ucp_ep_params_t has a field of it.
+ * A connection request a listener received from a client: handed to the
+ * listener's connection handler, then given to ucp_ep_create()
+ * (UCP_EP_PARAM_FIELD_CONN_REQUEST) or refused with ucp_listener_reject().
  */
 typedef struct ucp_conn_request *ucp_conn_request_h;
+
+/** A listener: accepts clients on a socket address (ucp_listener_create()). */
+typedef struct ucp_listener *ucp_listener_h;
+
+/** What an active-message handler learns besides the data (ucp.h). */
+typedef struct ucp_am_recv_param ucp_am_recv_param_t;
 
 /** A memory region registered by ucp_mem_map(). */
 typedef struct ucp_mem *ucp_mem_h;
@@ -209,6 +216,74 @@ typedef void (*ucp_tag_recv_nbx_callback_t)(void *request, ucs_status_t status,
                                             void *user_data);
 
 
+/* ---- stream, active-message and listener callbacks --------------------- */
+
+/** Completion of ucp_stream_recv_nb(): @a length bytes were received. */
+typedef void (*ucp_stream_recv_callback_t)(void *request, ucs_status_t status,
+                                           size_t length);
+
+/** Completion of ucp_stream_recv_nbx(); @a length is in bytes and a whole
+ *  number of the datatype's elements; valid when @a status is UCS_OK. */
+typedef void (*ucp_stream_recv_nbx_callback_t)(void *request, ucs_status_t status,
+                                               size_t length, void *user_data);
+
+/** Completion of ucp_am_recv_data_nbx(): @a length bytes were placed. */
+typedef void (*ucp_am_recv_data_nbx_callback_t)(void *request,
+                                                ucs_status_t status,
+                                                size_t length, void *user_data);
+
+/**
+ * Active-message handler of the old interface (ucp_worker_set_am_handler()).
+ * @a data (@a length bytes) is valid during the call; with
+ * UCP_CB_PARAM_FLAG_DATA in @a flags the handler may keep it by returning
+ * UCS_INPROGRESS and free it later with ucp_am_data_release(). @a reply_ep
+ * is the endpoint to the sender when it asked for one (UCP_AM_SEND_REPLY),
+ * else NULL.
+ */
+typedef ucs_status_t (*ucp_am_callback_t)(void *arg, void *data, size_t length,
+                                          ucp_ep_h reply_ep, unsigned flags);
+
+/**
+ * Active-message handler (ucp_worker_set_am_recv_handler()). The user
+ * header (@a header, @a header_length bytes) is valid during the call only.
+ * What @a data is depends on @a param->recv_attr:
+ *  - UCP_AM_RECV_ATTR_FLAG_RNDV: a descriptor of a message still at the
+ *    sender (@a length bytes); receive it with ucp_am_recv_data_nbx() or
+ *    drop it with ucp_am_data_release(), in the handler or later (return
+ *    UCS_INPROGRESS to keep it past the call);
+ *  - UCP_AM_RECV_ATTR_FLAG_DATA: the data, which the handler may keep by
+ *    returning UCS_INPROGRESS (released by ucp_am_data_release());
+ *  - neither: the data, valid during the call only.
+ * Any other return value ends the library's interest in @a data.
+ */
+typedef ucs_status_t (*ucp_am_recv_callback_t)(void *arg, const void *header,
+                                               size_t header_length,
+                                               void *data, size_t length,
+                                               const ucp_am_recv_param_t *param);
+
+/** Called by a listener with a new endpoint to a client (the older
+ *  accept handler: the library creates the endpoint itself). */
+typedef void (*ucp_listener_accept_callback_t)(ucp_ep_h ep, void *arg);
+
+/** Called by a listener with a client's connection request, which the
+ *  application accepts with ucp_ep_create() or refuses with
+ *  ucp_listener_reject(). */
+typedef void (*ucp_listener_conn_callback_t)(ucp_conn_request_h conn_request,
+                                             void *arg);
+
+/** Accept callback and its argument. */
+typedef struct ucp_listener_accept_handler {
+    ucp_listener_accept_callback_t cb;  /**< called with each new endpoint */
+    void                           *arg; /**< its argument */
+} ucp_listener_accept_handler_t;
+
+/** Connection-request callback and its argument. */
+typedef struct ucp_listener_conn_handler {
+    ucp_listener_conn_callback_t cb;  /**< called with each request */
+    void                         *arg; /**< its argument */
+} ucp_listener_conn_handler_t;
+
+
 /* ---- wakeup events ----------------------------------------------------- */
 
 /**
@@ -242,7 +317,8 @@ typedef struct ucp_ep_params {
     uint64_t                field_mask;
 
     /** Address of the remote worker, as its ucp_worker_get_address() gave
-     *  it. Required: this library connects by worker address only. */
+     *  it. One of address, sockaddr (with UCP_EP_PARAMS_FLAGS_CLIENT_SERVER)
+     *  or conn_request is required. */
     const ucp_address_t     *address;
 
     /** Failure handling of the endpoint; UCP_ERR_HANDLING_MODE_NONE when
@@ -259,23 +335,21 @@ typedef struct ucp_ep_params {
     /** Bits of enum ucp_ep_params_flags_field. */
     unsigned                flags;
 
-    /** Remote socket address for client/server connection. Not supported
-     *  by this library: setting UCP_EP_PARAM_FIELD_SOCK_ADDR fails the call
-     *  with UCS_ERR_UNSUPPORTED. Present for the layout. */
+    /** A listener's socket address to connect to (client side of a
+     *  client/server connection; copied). The endpoint can be used at once:
+     *  operations wait in its queue until the server accepted. */
     ucs_sock_addr_t         sockaddr;
 
-    /** A listener's connection request. Not supported (no listeners):
-     *  UCP_EP_PARAM_FIELD_CONN_REQUEST fails with UCS_ERR_UNSUPPORTED.
-     *  Present for the layout. */
+    /** A connection request from a listener's handler (server side); the
+     *  request is consumed by the call, also when it fails. */
     ucp_conn_request_h      conn_request;
 
     /** Name of the endpoint for logs and ucp_ep_query(); copied, cut to
      *  UCP_ENTITY_NAME_MAX - 1 characters. */
     const char              *name;
 
-    /** Local socket address for client/server connection. Not supported:
-     *  UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR fails with UCS_ERR_UNSUPPORTED.
-     *  Present for the layout. */
+    /** Local socket address the client binds before it connects
+     *  (UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR, with sockaddr). */
     ucs_sock_addr_t         local_sockaddr;
 } ucp_ep_params_t;
 

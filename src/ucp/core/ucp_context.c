@@ -9,9 +9,6 @@
 #include <string.h>
 
 /* Features this library implements; the others are refused by name. */
-#define UCP_FEATURES_SUPPORTED (UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP | \
-                                UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | \
-                                UCP_FEATURE_AMO64)
 #define UCP_FEATURES_KNOWN     (UCP_FEATURE_TAG | UCP_FEATURE_RMA | \
                                 UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | \
                                 UCP_FEATURE_WAKEUP | UCP_FEATURE_STREAM | \
@@ -261,13 +258,6 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
                   (unsigned long long)(features & ~(uint64_t)UCP_FEATURES_KNOWN));
         return UCS_ERR_INVALID_PARAM;
     }
-    if (features & ~(uint64_t)UCP_FEATURES_SUPPORTED) {
-        ucs_error("ucp_init: feature(s)%s%s not supported by this "
-                  "library (supported: TAG, RMA, AMO32, AMO64, WAKEUP)",
-                  (features & UCP_FEATURE_STREAM) ? " STREAM" : "",
-                  (features & UCP_FEATURE_AM) ? " AM" : "");
-        return UCS_ERR_UNSUPPORTED;
-    }
 
     if (config == NULL) {
         status = ucp_config_read(NULL, NULL, &own_config);
@@ -354,8 +344,14 @@ ucs_status_t ucp_context_query(ucp_context_h context, ucp_context_attr_t *attr)
                                                  UCS_THREAD_MODE_SERIALIZED;
     }
     if (attr->field_mask & UCP_ATTR_FIELD_MEMORY_TYPES) {
-        /* Device memory joins once the send path stages it (cuda_copy). */
+        /* Device memory when cuda_copy can stage it (a cuda_cpy md opened
+         * only to detect device memory refuses it). */
         attr->memory_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+        if ((context->memtype_lookup != ucp_memtype_host_lookup) &&
+            (context->mt_detect_md == NULL)) {
+            attr->memory_types |= UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
+                                  UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
+        }
     }
     if (attr->field_mask & UCP_ATTR_FIELD_NAME) {
         snprintf(attr->name, sizeof(attr->name), "%s", context->name);

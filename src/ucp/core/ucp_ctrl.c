@@ -65,7 +65,8 @@ ucs_status_t ucp_ep_send_ctrl(ucp_ep_h ep, uint8_t am_id, const void *hdr,
     if (ep->flags & UCP_EP_FLAG_FAILED) {
         return ep->status;
     }
-    if (hdr_len + data_len > ep->max_bcopy) {
+    if (!(ep->flags & UCP_EP_FLAG_CONNECTING) &&
+        (hdr_len + data_len > ep->max_bcopy)) {
         ucs_error("ucp: control message %u of %zu bytes exceeds the %zu-byte "
                   "segment of ep %s", am_id, hdr_len + data_len, ep->max_bcopy,
                   ep->name);

@@ -57,18 +57,38 @@ static int ucp_ep_try_tl(ucp_worker_h worker, const ucp_unpacked_address_t *addr
     return 0;
 }
 
-ucs_status_t ucp_ep_create_from_address(ucp_worker_h worker,
-                                        const ucp_unpacked_address_t *addr,
-                                        unsigned ep_flags, int loopback,
-                                        ucp_ep_h *ep_p)
+ucp_ep_h ucp_ep_alloc(ucp_worker_h worker, unsigned ep_flags)
 {
+    ucp_ep_h ep = calloc(1, sizeof(*ep));
+
+    if (ep == NULL) {
+        return NULL;
+    }
+    ep->worker   = worker;
+    ep->flags    = ep_flags;
+    ep->status   = UCS_OK;
+    ep->local_id = ++worker->next_ep_id;
+    ucs_queue_head_init(&ep->send_q);
+    ucs_list_head_init(&ep->notify_link);
+    ucs_list_head_init(&ep->stream.data);
+    ucs_list_head_init(&ep->stream.held);
+    ucs_list_head_init(&ep->stream.reqs);
+    ucp_rma_ep_init(ep);
+    ucs_list_add_tail(&worker->eps, &ep->link);
+    snprintf(ep->name, sizeof(ep->name), "ep_%p", (void*)ep);
+    return ep;
+}
+
+ucs_status_t ucp_ep_connect_lanes(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
+                                  int loopback)
+{
+    ucp_worker_h worker              = ep->worker;
     const ucp_address_entry_t *entry = NULL;
     ucp_worker_iface_t *wiface       = NULL;
     uct_ep_params_t params;
     ucs_status_t status;
     uint8_t boot_id[16];
     int same_host;
-    ucp_ep_h ep;
 
     ucs_sys_get_boot_id(boot_id);
     same_host = !memcmp(boot_id, addr->boot_id, sizeof(boot_id));
@@ -86,10 +106,6 @@ ucs_status_t ucp_ep_create_from_address(ucp_worker_h worker,
         return UCS_ERR_UNREACHABLE;
     }
 
-    ep = calloc(1, sizeof(*ep));
-    if (ep == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
@@ -100,33 +116,64 @@ ucs_status_t ucp_ep_create_from_address(ucp_worker_h worker,
     if (status != UCS_OK) {
         ucs_error("ucp: connecting over %s failed: %s", entry->tl_name,
                   ucs_status_string(status));
-        free(ep);
         return status;
     }
 
-    ep->worker      = worker;
-    ep->flags       = ep_flags;
-    ep->status      = UCS_OK;
     ep->wiface      = wiface;
     ep->remote_uuid = addr->uuid;
     ep->max_short   = (wiface->attr.cap.flags & UCT_IFACE_FLAG_AM_SHORT) &&
                       (wiface->attr.cap.am.max_short > sizeof(uint64_t)) ?
                       wiface->attr.cap.am.max_short - sizeof(uint64_t) : 0;
     ep->max_bcopy   = wiface->attr.cap.am.max_bcopy;
-    ucs_queue_head_init(&ep->send_q);
-    ucs_list_head_init(&ep->notify_link);
-    ucp_rma_ep_init(ep);
     ucp_rndv_ep_init(ep, addr, same_host);
-    ucs_list_add_tail(&worker->eps, &ep->link);
-    snprintf(ep->name, sizeof(ep->name), "ep_%p", (void*)ep);
     ucs_debug("ucp: ep %p of worker %s to uuid 0x%llx over %s/%s", (void*)ep,
               worker->name, (unsigned long long)addr->uuid, entry->tl_name,
               worker->context->rscs[wiface->rsc_index].desc.dev_name);
     if (worker->context->proto_info) {
         ucp_proto_info_print(ep);
     }
+    return UCS_OK;
+}
+
+ucs_status_t ucp_ep_create_from_address(ucp_worker_h worker,
+                                        const ucp_unpacked_address_t *addr,
+                                        unsigned ep_flags, int loopback,
+                                        ucp_ep_h *ep_p)
+{
+    ucs_status_t status;
+    ucp_ep_h ep;
+
+    ep = ucp_ep_alloc(worker, ep_flags);
+    if (ep == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    status = ucp_ep_connect_lanes(ep, addr, loopback);
+    if (status != UCS_OK) {
+        ucs_list_del(&ep->link);
+        free(ep);
+        return status;
+    }
     *ep_p = ep;
     return UCS_OK;
+}
+
+/* Fields of @a params every way of creating an endpoint takes. */
+void ucp_ep_apply_params(ucp_ep_h ep, const ucp_ep_params_t *params)
+{
+    if (params->field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) {
+        ep->err_mode = params->err_mode;
+    }
+    if (params->field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLER) {
+        ep->err_cb  = params->err_handler.cb;
+        ep->err_arg = params->err_handler.arg;
+    }
+    if (params->field_mask & UCP_EP_PARAM_FIELD_USER_DATA) {
+        ep->user_data = params->user_data;
+        ep->err_arg   = params->user_data;
+    }
+    if ((params->field_mask & UCP_EP_PARAM_FIELD_NAME) && (params->name != NULL)) {
+        snprintf(ep->name, sizeof(ep->name), "%s", params->name);
+    }
 }
 
 ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
@@ -140,19 +187,14 @@ ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
     if ((params == NULL) || (ep_p == NULL)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    if (params->field_mask & (UCP_EP_PARAM_FIELD_SOCK_ADDR |
-                              UCP_EP_PARAM_FIELD_CONN_REQUEST |
-                              UCP_EP_PARAM_FIELD_LOCAL_SOCK_ADDR)) {
-        ucs_error("ucp_ep_create: client/server connection is not supported");
-        return UCS_ERR_UNSUPPORTED;
-    }
     if (params->field_mask & UCP_EP_PARAM_FIELD_FLAGS) {
         flags = params->flags;
-        if (flags & (UCP_EP_PARAMS_FLAGS_CLIENT_SERVER |
-                     UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID)) {
-            ucs_error("ucp_ep_create: client/server flags are not supported");
-            return UCS_ERR_UNSUPPORTED;
-        }
+    }
+    if (params->field_mask & UCP_EP_PARAM_FIELD_CONN_REQUEST) {
+        return ucp_sa_ep_accept(worker, params, ep_p);
+    }
+    if (params->field_mask & UCP_EP_PARAM_FIELD_SOCK_ADDR) {
+        return ucp_sa_ep_connect(worker, params, ep_p);
     }
     if (!(params->field_mask & UCP_EP_PARAM_FIELD_REMOTE_ADDRESS) ||
         (params->address == NULL)) {
@@ -178,20 +220,8 @@ ucs_status_t ucp_ep_create(ucp_worker_h worker, const ucp_ep_params_t *params,
                                         !(flags & UCP_EP_PARAMS_FLAGS_NO_LOOPBACK),
                                         &ep);
     if (status == UCS_OK) {
-        if (params->field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE) {
-            ep->err_mode = params->err_mode;
-        }
-        if (params->field_mask & UCP_EP_PARAM_FIELD_ERR_HANDLER) {
-            ep->err_cb  = params->err_handler.cb;
-            ep->err_arg = params->err_handler.arg;
-        }
-        if (params->field_mask & UCP_EP_PARAM_FIELD_USER_DATA) {
-            ep->user_data = params->user_data;
-            ep->err_arg   = params->user_data;
-        }
-        if ((params->field_mask & UCP_EP_PARAM_FIELD_NAME) && (params->name != NULL)) {
-            snprintf(ep->name, sizeof(ep->name), "%s", params->name);
-        }
+        ucp_ep_apply_params(ep, params);
+        ucp_stream_ep_adopt(ep);
         *ep_p = ep;
     }
     ucp_worker_unlock(worker);
@@ -218,6 +248,38 @@ ucp_ep_h ucp_worker_find_ep(ucp_worker_h worker, uint64_t uuid)
         }
     }
     return NULL;
+}
+
+ucp_ep_h ucp_worker_find_ep_by_id(ucp_worker_h worker, uint64_t id)
+{
+    ucp_ep_h ep;
+
+    ucs_list_for_each(ep, &worker->eps, link) {
+        if (ep->local_id == id) {
+            return ep;
+        }
+    }
+    return NULL;
+}
+
+ucp_ep_h ucp_worker_ep_of_msg(ucp_worker_h worker, uint64_t uuid, uint64_t dest_ep)
+{
+    ucp_ep_h ep;
+
+    if (dest_ep != 0) {
+        ep = ucp_worker_find_ep_by_id(worker, dest_ep);
+        if (ep != NULL) {
+            return ep;
+        }
+    }
+    /* The sender does not know our ep: prefer the application's own. */
+    ucs_list_for_each(ep, &worker->eps, link) {
+        if ((ep->remote_uuid == uuid) &&
+            !(ep->flags & (UCP_EP_FLAG_INTERNAL | UCP_EP_FLAG_CLOSING))) {
+            return ep;
+        }
+    }
+    return ucp_worker_find_ep(worker, uuid);
 }
 
 /* ---- the ordered send queue --------------------------------------------- */
@@ -261,8 +323,10 @@ int ucp_ep_progress_queue(ucp_ep_h ep)
     ucp_request_t *req;
     int blocked = 0;
 
-    if (ep->flags & UCP_EP_FLAG_IN_PROGRESS) {
-        return 0; /* re-entered from a transport callback: the outer loop runs */
+    if (ep->flags & (UCP_EP_FLAG_IN_PROGRESS | UCP_EP_FLAG_CONNECTING)) {
+        /* Re-entered from a transport callback (the outer loop runs), or no
+         * lanes yet (the handshake's end moves the queue). */
+        return 0;
     }
     ep->flags |= UCP_EP_FLAG_IN_PROGRESS;
     while (!ucs_queue_is_empty(&ep->send_q) && !(ep->flags & UCP_EP_FLAG_FAILED)) {
@@ -387,7 +451,9 @@ void ucp_ep_set_failed(ucp_ep_h ep, ucs_status_t status, int notify)
               ucs_status_string(status));
     ep->flags |= UCP_EP_FLAG_FAILED;
     ep->status = status;
-    uct_ep_pending_purge(ep->uct_ep, NULL, NULL);
+    if (ep->uct_ep != NULL) {
+        uct_ep_pending_purge(ep->uct_ep, NULL, NULL);
+    }
     ep->flags &= ~UCP_EP_FLAG_PENDING;
     ucp_rma_ep_failed(ep, status); /* before the queue: it skips queued ops */
 
@@ -410,7 +476,10 @@ void ucp_ep_set_failed(ucp_ep_h ep, ucs_status_t status, int notify)
             ucp_request_complete(req, status);
         }
     }
-    ucp_tag_ep_failed(worker, ep->remote_uuid, status);
+    if (ep->remote_uuid != 0) {
+        ucp_tag_ep_failed(worker, ep->remote_uuid, status);
+    }
+    ucp_stream_ep_failed(ep, status);
 
     if (notify && (ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) &&
         !(ep->flags & (UCP_EP_FLAG_INTERNAL | UCP_EP_FLAG_CLOSING))) {
@@ -452,6 +521,9 @@ int ucp_ep_keepalive(ucp_ep_h ep)
 {
     ssize_t ret;
 
+    if (ep->uct_ep == NULL) {
+        return 0; /* still connecting: the handshake's socket watches it */
+    }
     ret = uct_ep_am_bcopy(ep->uct_ep, UCP_AM_ID_KEEPALIVE, ucp_ep_pack_nothing,
                           NULL, UCT_SEND_FLAG_PEER_CHECK);
     if ((ret < 0) && (ret != UCS_ERR_NO_RESOURCE)) {
@@ -535,12 +607,16 @@ void ucp_ep_destroy_internal(ucp_ep_h ep)
     if (ep->flags & UCP_EP_FLAG_NOTIFY) {
         ucs_list_del(&ep->notify_link);
     }
-    if (!(ep->flags & UCP_EP_FLAG_FAILED)) {
+    if (!(ep->flags & UCP_EP_FLAG_FAILED) && (ep->uct_ep != NULL)) {
         uct_ep_pending_purge(ep->uct_ep, NULL, NULL);
     }
     ucs_list_del(&ep->link);
+    ucp_sa_ep_cleanup(ep);
+    ucp_stream_ep_cleanup(ep);
     ucp_rndv_ep_cleanup(ep);
-    uct_ep_destroy(ep->uct_ep);
+    if (ep->uct_ep != NULL) {
+        uct_ep_destroy(ep->uct_ep);
+    }
     free(ep);
 }
 
@@ -709,12 +785,22 @@ ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h ep)
 
 ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr)
 {
+    ucs_status_t status = UCS_OK;
+
+    ucp_worker_lock(ep->worker);
     if (attr->field_mask & (UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR |
                             UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR)) {
-        return UCS_ERR_UNSUPPORTED;
+        status = ucp_sa_ep_query(ep, attr);
     }
     if (attr->field_mask & UCP_EP_ATTR_FIELD_NAME) {
         snprintf(attr->name, sizeof(attr->name), "%s", ep->name);
     }
-    return UCS_OK;
+    if (attr->field_mask & UCP_EP_ATTR_FIELD_USER_DATA) {
+        attr->user_data = ep->user_data;
+    }
+    if ((attr->field_mask & UCP_EP_ATTR_FIELD_TRANSPORTS) && (status == UCS_OK)) {
+        status = ucp_ep_query_transports(ep, &attr->transports);
+    }
+    ucp_worker_unlock(ep->worker);
+    return status;
 }

@@ -87,8 +87,44 @@ enum {
     UCP_REQ_FLAG_IN_SYNC_LIST  = UCS_BIT(12),
     UCP_REQ_FLAG_RECV          = UCS_BIT(13),
     UCP_REQ_FLAG_INTERNAL      = UCS_BIT(14), /* no user ever sees it */
-    UCP_REQ_FLAG_FLUSH_DONE    = UCS_BIT(15)
+    UCP_REQ_FLAG_FLUSH_DONE    = UCS_BIT(15),
+    UCP_REQ_FLAG_CB_RECV_STREAM = UCS_BIT(16), /* cb.recv_stream (nbx) */
+    UCP_REQ_FLAG_CB_RECV_AM    = UCS_BIT(17), /* cb.recv_am */
+    UCP_REQ_FLAG_CB_STREAM_OLD = UCS_BIT(18), /* cb.stream_old */
+    UCP_REQ_FLAG_RECV_LENGTH   = UCS_BIT(19), /* reports a length, not tag
+                                                 info (stream, AM data) */
+    UCP_REQ_FLAG_DEFERRED      = UCS_BIT(20), /* a send posted while its ep
+                                                 was connecting */
+    UCP_REQ_FLAG_DEFERRED_SYNC = UCS_BIT(21)  /* ... a sync one */
 };
+
+/* What a send carries (ucp_send_msg_t::kind). */
+enum {
+    UCP_SEND_KIND_TAG    = 0,
+    UCP_SEND_KIND_AM     = 1,
+    UCP_SEND_KIND_STREAM = 2
+};
+
+/* How an active message's data travels (ucp_send_msg_t::proto). */
+enum {
+    UCP_SEND_PROTO_AUTO  = 0,
+    UCP_SEND_PROTO_EAGER = 1,
+    UCP_SEND_PROTO_RNDV  = 2
+};
+
+/*
+ * The first word of an AM or stream message (in place of a tag): the user
+ * header's length (bits 0-31), the AM id (32-47), send flags (48-55:
+ * UCP_AM_SEND_FLAG_REPLY) and, for stream bytes, bit 63.
+ */
+#define UCP_AM_WORD(_id, _hdr_len, _flags) \
+    (((uint64_t)(_hdr_len) & 0xffffffffull) | ((uint64_t)((_id) & 0xffff) << 32) | \
+     ((uint64_t)((_flags) & 0xff) << 48))
+#define UCP_AM_WORD_STREAM          (1ull << 63)
+#define UCP_AM_WORD_HDR_LEN(_w)     ((size_t)((_w) & 0xffffffffull))
+#define UCP_AM_WORD_ID(_w)          ((unsigned)(((_w) >> 32) & 0xffff))
+#define UCP_AM_WORD_FLAGS(_w)       ((unsigned)(((_w) >> 48) & 0xff))
+#define UCP_AM_ID_LIMIT             65536u
 
 /** Where a datatype operation stands (contig, iov or generic). */
 typedef struct ucp_dt_state {
@@ -114,6 +150,9 @@ struct ucp_request {
         ucp_send_nbx_callback_t     send_nbx;
         ucp_tag_recv_callback_t     recv;
         ucp_tag_recv_nbx_callback_t recv_nbx;
+        ucp_stream_recv_nbx_callback_t recv_stream;
+        ucp_stream_recv_callback_t  stream_old;
+        ucp_am_recv_data_nbx_callback_t recv_am;
     } cb;
     void                    *user_data;
     ucp_worker_h            worker;
@@ -126,17 +165,29 @@ struct ucp_request {
     void                    *dev_buffer; /* receive: the device buffer */
     ucs_memory_type_t       mem_type;    /* of the user's buffer */
     struct ucp_rndv_req     *rndv;       /* rendezvous in progress */
+    void                    *owned;      /* malloc'ed memory of the request
+                                            (an AM's user header), freed at
+                                            completion */
     union {
         struct {
             ucp_tag_t tag;
             size_t    offset;
             uint64_t  msg_id;
             uint64_t  sync_id;
+            /* AM and stream: the user header goes in front of the data;
+             * offset counts it. */
+            const void *prefix;
+            size_t    prefix_len;
+            uint64_t  dest_ep;   /* the receiver's ep id, 0: unknown */
+            uint8_t   kind;      /* UCP_SEND_KIND_* */
+            uint8_t   proto;     /* UCP_SEND_PROTO_* */
         } send;
         struct {
             ucp_tag_t           tag;
             ucp_tag_t           tag_mask;
             ucp_tag_recv_info_t info;
+            size_t              stream_filled; /* stream: bytes placed */
+            uint32_t            stream_flags;  /* UCP_STREAM_RECV_FLAG_* */
         } recv;
         struct {
             ucp_request_t    *parent;   /* worker flush waiting for us */
@@ -182,8 +233,17 @@ struct ucp_recv_desc {
     int             in_unexp;
     int             in_rx;
     int             is_rndv;  /* data holds the RTS message (ucp_rndv.h) */
+    int             is_am;    /* UCP_RDESC_AM: an AM being reassembled
+                                 (ucp_am.c), data is its block;
+                                 UCP_RDESC_STREAM: stream bytes, each
+                                 fragment goes to the ep at once */
     char            *data;    /* while unmatched */
     ucp_request_t   *req;     /* once matched */
+};
+
+enum {
+    UCP_RDESC_AM     = 1,
+    UCP_RDESC_STREAM = 2
 };
 
 /* ---- worker and endpoints ----------------------------------------------- */
@@ -203,7 +263,10 @@ enum {
     UCP_EP_FLAG_NOTIFY       = UCS_BIT(4), /* in the worker's notify list */
     UCP_EP_FLAG_IN_PROGRESS  = UCS_BIT(5), /* send queue being processed */
     UCP_EP_FLAG_PENDING      = UCS_BIT(6), /* uct pending request added */
-    UCP_EP_FLAG_READY        = UCS_BIT(7)  /* in the worker's ready list */
+    UCP_EP_FLAG_READY        = UCS_BIT(7), /* in the worker's ready list */
+    UCP_EP_FLAG_CONNECTING   = UCS_BIT(8)  /* client/server handshake not
+                                              done: no lanes yet, sends wait
+                                              in the queue (ucp_sockaddr.c) */
 };
 
 struct ucp_ep {
@@ -230,6 +293,16 @@ struct ucp_ep {
     ucs_queue_head_t        send_q;
     uct_pending_req_t       pending;
     uint64_t                next_keepalive_ns;
+    uint64_t                local_id;     /* names this ep to the peer */
+    uint64_t                remote_ep_id; /* the peer's ep, 0: unknown */
+    struct ucp_conn_request *sa;          /* client/server connection, or
+                                             NULL */
+    struct {
+        ucs_list_link_t     data;     /* received chunks (ucp_stream.c) */
+        ucs_list_link_t     held;     /* chunks lent by recv_data_nb */
+        ucs_list_link_t     reqs;     /* posted receives */
+        size_t              queued;   /* bytes in data */
+    } stream;
     struct {
         uint64_t            issued;   /* operations that expect a reply */
         uint64_t            replied;
@@ -281,6 +354,12 @@ struct ucp_worker {
                                           rendezvous (ucp_rndv_host.c);
                                           iface NULL when none */
     struct ucp_rndv_worker *rndv;    /* rendezvous state (ucp_rndv.h) */
+    struct ucp_am_handler  *am_handlers; /* by id (ucp_am.c) */
+    unsigned           num_am_handlers;
+    size_t             max_am_header;
+    uint64_t           next_ep_id;
+    struct ucp_sa_worker *sa;        /* listeners and handshakes, or NULL */
+    uint64_t           client_id;    /* UCP_WORKER_PARAM_FIELD_CLIENT_ID */
     uint64_t           proto_stats[UCP_PROTO_STAT_LAST];
 };
 
@@ -324,6 +403,11 @@ enum {
     UCP_AM_ID_RMA_AMO_REQ,
     UCP_AM_ID_RMA_AMO_REP,
     UCP_AM_ID_RMA_ACK,
+    /* Active messages and stream bytes (src/ucp/am, src/ucp/stream). */
+    UCP_AM_ID_AM_SINGLE,       /* [word][uuid][dest ep][user hdr][data] */
+    UCP_AM_ID_AM_FIRST,        /* [word][uuid][msg_id][length][dest ep]
+                                  [user hdr][data]; middles: EAGER_MIDDLE */
+    UCP_AM_ID_AM_RTS,          /* RTS, key, [dest ep][user hdr] */
     UCP_AM_ID_LAST
 };
 
@@ -506,6 +590,88 @@ void ucp_rkey_region(ucp_rkey_h rkey, uint64_t *id_p, uint64_t *address_p,
                      uint64_t *length_p);
 /** Tell the peer our address once per ep, so that it can answer. */
 ucs_status_t ucp_tag_send_wireup(ucp_ep_h ep);
+
+/* ucp_tag_send.c: the eager and rendezvous send path of tag, AM and stream */
+/** What a send carries besides its data. */
+typedef struct ucp_send_msg {
+    uint64_t   word;       /* the tag, or UCP_AM_WORD() */
+    const void *prefix;    /* AM user header (copied), or NULL */
+    size_t     prefix_len;
+    uint8_t    kind;       /* UCP_SEND_KIND_* */
+    uint8_t    proto;      /* UCP_SEND_PROTO_* */
+    int        sync;       /* tag sync send */
+} ucp_send_msg_t;
+/** Start a send of @a count elements at @a buffer on @a ep (takes the
+ *  worker lock): NULL when done, a request, or an error pointer. */
+ucs_status_ptr_t ucp_send_common(ucp_ep_h ep, const void *buffer, size_t count,
+                                 const ucp_send_msg_t *msg,
+                                 const ucp_request_param_t *param);
+/** Whether @a req is a send posted while its ep was connecting. */
+int ucp_send_is_deferred(const ucp_request_t *req);
+/** Choose the protocol of a deferred send now that its ep has lanes, and
+ *  queue it (or complete it with the error). */
+void ucp_send_resubmit(ucp_request_t *req);
+
+/* ucp_ep.c: endpoint objects */
+/** A new ep of @a worker without lanes, on the worker's list. */
+ucp_ep_h ucp_ep_alloc(ucp_worker_h worker, unsigned ep_flags);
+/** Choose the ep's lanes for the peer @a addr and connect them. */
+ucs_status_t ucp_ep_connect_lanes(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
+                                  int loopback);
+/** Error mode, handler, user data and name from @a params. */
+void ucp_ep_apply_params(ucp_ep_h ep, const ucp_ep_params_t *params);
+/** The ep of @a worker with local id @a id (any state), or NULL. */
+ucp_ep_h ucp_worker_find_ep_by_id(ucp_worker_h worker, uint64_t id);
+/** The ep a message from worker @a uuid for our ep @a dest_ep (0: not
+ *  known to the sender) belongs to, or NULL. */
+ucp_ep_h ucp_worker_ep_of_msg(ucp_worker_h worker, uint64_t uuid,
+                              uint64_t dest_ep);
+
+/* ucp_am.c: active messages */
+/** Install the AM handlers (single, first, rendezvous announcement). */
+void ucp_am_set_am_handlers(ucp_worker_iface_t *wiface);
+/** A middle fragment of an AM or stream message (rdesc->is_am set; offset
+ *  and length already checked): placed, and the message delivered and
+ *  @a rdesc freed when it was the last. */
+void ucp_am_rdesc_fragment(ucp_worker_h worker, struct ucp_recv_desc *rdesc,
+                           const void *data, size_t length);
+/** Compute the worker's max_am_header (after the ifaces are open). */
+void ucp_am_worker_init(ucp_worker_h worker);
+void ucp_am_worker_cleanup(ucp_worker_h worker);
+
+/* ucp_stream.c */
+/** Stream bytes from the peer of @a ep arrived: fill posted receives, queue
+ *  the rest. */
+void ucp_stream_deliver(ucp_ep_h ep, const void *data, size_t length);
+/** A user ep to a worker whose stream bytes went to an internal ep takes
+ *  them over. */
+void ucp_stream_ep_adopt(ucp_ep_h ep);
+/** Fail the ep's posted stream receives. */
+void ucp_stream_ep_failed(ucp_ep_h ep, ucs_status_t status);
+/** Free what the ep's stream holds. */
+void ucp_stream_ep_cleanup(ucp_ep_h ep);
+
+/* ucp_sockaddr.c: listeners and client/server endpoints */
+/** ucp_ep_create() with a connection request (server side). */
+ucs_status_t ucp_sa_ep_accept(ucp_worker_h worker, const ucp_ep_params_t *params,
+                              ucp_ep_h *ep_p);
+/** ucp_ep_create() with a socket address (client side). */
+ucs_status_t ucp_sa_ep_connect(ucp_worker_h worker, const ucp_ep_params_t *params,
+                               ucp_ep_h *ep_p);
+/** Socket addresses of a client/server ep (ucp_ep_query()). */
+ucs_status_t ucp_sa_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr);
+/** Close the ep's handshake socket. */
+void ucp_sa_ep_cleanup(ucp_ep_h ep);
+/** Accept, read and answer handshakes; from worker progress. */
+unsigned ucp_sa_progress(ucp_worker_h worker);
+/** Make the next progress look at the sockets (before a wait). */
+void ucp_sa_arm(ucp_worker_h worker);
+/** Close every listener and socket (worker destroy). */
+void ucp_sa_worker_cleanup(ucp_worker_h worker);
+
+/* ucp_info.c */
+/** The ep's lanes as transport/device names (ucp_ep_query()). */
+ucs_status_t ucp_ep_query_transports(ucp_ep_h ep, ucp_transports_t *transports);
 
 /* context */
 /** Default memory-type lookup: everything is host memory. */

@@ -24,7 +24,6 @@
 
 #define UCP_MEMTYPE_COPY_TL "cuda_copy"
 #define UCP_MEMTYPE_COPY_MD "cuda_cpy"
-#define ucs_min(_a, _b)     (((_a) < (_b)) ? (_a) : (_b))
 
 /* The process-wide cache: set once a context found the cuda_copy transport. */
 static ucs_memtype_cache_t *ucp_memtype_cache;

@@ -52,6 +52,8 @@ void ucp_request_put(ucp_request_t *req)
     if (req->bounce != NULL) {
         (void)ucp_memtype_unstage(req, UCS_ERR_CANCELED);
     }
+    free(req->owned);
+    req->owned = NULL;
     if (req->flags & UCP_REQ_FLAG_EXTERNAL) {
         return;
     }
@@ -125,6 +127,14 @@ static void ucp_request_invoke_cb(ucp_request_t *req)
     } else if (req->flags & UCP_REQ_FLAG_CB_RECV_NBX) {
         req->cb.recv_nbx(user_req, req->status, &req->u.recv.info,
                          req->user_data);
+    } else if (req->flags & UCP_REQ_FLAG_CB_RECV_STREAM) {
+        req->cb.recv_stream(user_req, req->status, req->u.recv.info.length,
+                            req->user_data);
+    } else if (req->flags & UCP_REQ_FLAG_CB_STREAM_OLD) {
+        req->cb.stream_old(user_req, req->status, req->u.recv.info.length);
+    } else if (req->flags & UCP_REQ_FLAG_CB_RECV_AM) {
+        req->cb.recv_am(user_req, req->status, req->u.recv.info.length,
+                        req->user_data);
     }
 }
 
@@ -137,6 +147,8 @@ void ucp_request_complete(ucp_request_t *req, ucs_status_t status)
         status = ucp_memtype_unstage(req, status);
     }
     ucp_dt_state_finish(&req->dt);
+    free(req->owned);
+    req->owned  = NULL;
     req->status = status;
     req->flags |= UCP_REQ_FLAG_COMPLETED;
     if (req->flags & UCP_REQ_FLAG_IN_CALL) {
@@ -168,9 +180,14 @@ ucs_status_ptr_t ucp_request_finish_call(ucp_request_t *req,
         ucp_request_invoke_cb(req);
         return req + 1;
     }
-    if ((attr & UCP_OP_ATTR_FIELD_RECV_INFO) && (req->flags & UCP_REQ_FLAG_RECV) &&
-        (param->recv_info.tag_info != NULL)) {
-        *param->recv_info.tag_info = req->u.recv.info;
+    if ((attr & UCP_OP_ATTR_FIELD_RECV_INFO) && (req->flags & UCP_REQ_FLAG_RECV)) {
+        if (req->flags & UCP_REQ_FLAG_RECV_LENGTH) {
+            if (param->recv_info.length != NULL) {
+                *param->recv_info.length = req->u.recv.info.length;
+            }
+        } else if (param->recv_info.tag_info != NULL) {
+            *param->recv_info.tag_info = req->u.recv.info;
+        }
     }
     {
         ucs_status_t status = req->status;

@@ -135,6 +135,7 @@ static ucs_status_t ucp_worker_open_iface(ucp_worker_h worker, unsigned rsc_inde
     }
     ucp_tag_set_am_handlers(wiface);
     ucp_rma_set_am_handlers(wiface);
+    ucp_am_set_am_handlers(wiface);
     ++worker->num_ifaces;
     return UCS_OK;
 }
@@ -224,6 +225,9 @@ ucs_status_t ucp_worker_create(ucp_context_h context,
         if (params->field_mask & UCP_WORKER_PARAM_FIELD_EVENT_FD) {
             worker->user_event_fd = params->event_fd;
         }
+        if (params->field_mask & UCP_WORKER_PARAM_FIELD_CLIENT_ID) {
+            worker->client_id = params->client_id;
+        }
         if ((params->field_mask & UCP_WORKER_PARAM_FIELD_NAME) &&
             (params->name != NULL)) {
             snprintf(worker->name, sizeof(worker->name), "%s", params->name);
@@ -257,6 +261,7 @@ ucs_status_t ucp_worker_create(ucp_context_h context,
         goto err_ifaces;
     }
     (void)ucp_memtype_worker_init(worker);
+    ucp_am_worker_init(worker);
     status = ucp_rndv_worker_init(worker);
     if (status != UCS_OK) {
         goto err_ifaces;
@@ -313,6 +318,7 @@ void ucp_worker_destroy(ucp_worker_h worker)
         ucp_ep_destroy_internal(ep);
     }
     ucp_worker_destroy_zombies(worker);
+    ucp_sa_worker_cleanup(worker);
     ucp_tag_worker_cleanup(worker);
     ucp_rndv_worker_cleanup(worker);
     if ((worker->live_reqs > 0) &&
@@ -332,6 +338,7 @@ void ucp_worker_destroy(ucp_worker_h worker)
         close(worker->epfd);
     }
     free(worker->address);
+    ucp_am_worker_cleanup(worker);
     ucp_worker_unlock(worker);
     pthread_mutex_destroy(&worker->lock);
     free(worker);
@@ -355,7 +362,7 @@ ucs_status_t ucp_worker_query(ucp_worker_h worker, ucp_worker_attr_t *attr)
         ucp_worker_unlock(worker);
     }
     if (attr->field_mask & UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER) {
-        attr->max_am_header = 0;
+        attr->max_am_header = worker->max_am_header;
     }
     if (attr->field_mask & UCP_WORKER_ATTR_FIELD_NAME) {
         snprintf(attr->name, sizeof(attr->name), "%s", worker->name);
@@ -393,6 +400,9 @@ unsigned ucp_worker_progress(ucp_worker_h worker)
     count += ucp_worker_progress_ready(worker);
     count += ucp_rndv_progress(worker);
     count += ucp_worker_keepalive(worker);
+    if (ucs_unlikely(worker->sa != NULL)) {
+        count += ucp_sa_progress(worker);
+    }
     count += ucp_worker_notify_failures(worker);
     ucp_worker_destroy_zombies(worker);
     ucp_worker_unlock(worker);
@@ -453,6 +463,9 @@ ucs_status_t ucp_worker_arm(ucp_worker_h worker)
     }
     if ((status == UCS_OK) && !ucs_list_is_empty(&worker->notify)) {
         status = UCS_ERR_BUSY;
+    }
+    if ((status == UCS_OK) && (worker->sa != NULL)) {
+        ucp_sa_arm(worker);
     }
     ucp_worker_unlock(worker);
     return status;

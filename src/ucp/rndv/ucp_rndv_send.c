@@ -13,6 +13,7 @@
 
 #include <ucp/rndv/ucp_rndv_int.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 static void ucp_rndv_send_am_start(ucp_rndv_req_t *rreq);
@@ -99,6 +100,45 @@ int ucp_rndv_send_wanted(ucp_ep_h ep, const ucp_request_t *req,
     return 0;
 }
 
+/* An active message's announcement: the RTS, its key, then the receiver's
+ * ep id and the user header for the handler. A header that does not fit
+ * beside the key goes without the key (the receiver stages instead). */
+static ucs_status_t ucp_rndv_send_am_rts(ucp_ep_h ep, const ucp_request_t *req,
+                                         ucp_rndv_rts_t *rts, const void *key)
+{
+    size_t hdr_len = req->u.send.prefix_len;
+    uint64_t dest_ep = req->u.send.dest_ep;
+    size_t len;
+    char *data;
+    ucs_status_t status;
+
+    if (sizeof(*rts) + rts->key_len + sizeof(dest_ep) + hdr_len > ep->max_bcopy) {
+        rts->flags  &= ~(UCP_RNDV_RTS_FLAG_KEY | UCP_RNDV_RTS_FLAG_HOST_KEY);
+        rts->key_len = 0;
+        if (sizeof(*rts) + sizeof(dest_ep) + hdr_len > ep->max_bcopy) {
+            ucs_error("ucp: active message header of %zu bytes does not fit a "
+                      "%zu-byte segment of ep %s (max_am_header)", hdr_len,
+                      ep->max_bcopy, ep->name);
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+    }
+    len  = rts->key_len + sizeof(dest_ep) + hdr_len;
+    data = malloc(len);
+    if (data == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    if (rts->key_len > 0) {
+        memcpy(data, key, rts->key_len);
+    }
+    memcpy(data + rts->key_len, &dest_ep, sizeof(dest_ep));
+    if (hdr_len > 0) {
+        memcpy(data + rts->key_len + sizeof(dest_ep), req->u.send.prefix, hdr_len);
+    }
+    status = ucp_ep_send_ctrl(ep, UCP_AM_ID_AM_RTS, rts, sizeof(*rts), data, len);
+    free(data);
+    return status;
+}
+
 ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
                                  ucs_memory_type_t mem_type, int sync)
 {
@@ -175,8 +215,12 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
               "flags 0x%x", (unsigned long long)rreq->id, rreq->length,
               ucs_memory_type_names[mem_type], (unsigned long long)rts.tag,
               rts.flags);
-    status = ucp_ep_send_ctrl(ep, UCP_AM_ID_RNDV_RTS, &rts, sizeof(rts),
-                                   key, rts.key_len);
+    if (req->u.send.kind != UCP_SEND_KIND_TAG) {
+        status = ucp_rndv_send_am_rts(ep, req, &rts, key);
+    } else {
+        status = ucp_ep_send_ctrl(ep, UCP_AM_ID_RNDV_RTS, &rts, sizeof(rts), key,
+                                  rts.key_len);
+    }
     if (status != UCS_OK) {
         ucp_rndv_req_complete(rreq, status);
     }

@@ -328,6 +328,10 @@ static ucs_status_t ucp_tag_am_eager_middle(void *arg, void *data, size_t length
                   (unsigned long long)hdr[2], len, rdesc->length);
         return UCS_OK;
     }
+    if (rdesc->is_am) {
+        ucp_am_rdesc_fragment(worker, rdesc, payload, len);
+        return UCS_OK;
+    }
     req = rdesc->req;
     if (req != NULL) {
         (void)ucp_tag_recv_data(req, hdr[2], payload, len);
@@ -501,6 +505,9 @@ void ucp_tag_ep_failed(ucp_worker_h worker, uint64_t uuid, ucs_status_t status)
         } else if (rdesc->in_unexp) {
             ucs_list_del(&rdesc->list);
             free(rdesc->data);
+            free(rdesc);
+        } else if (rdesc->is_am) {
+            free(rdesc->data); /* an AM's block, or NULL for stream bytes */
             free(rdesc);
         }
     }

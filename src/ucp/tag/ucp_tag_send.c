@@ -3,13 +3,18 @@
 #endif
 
 /*
- * Eager tag send protocols over uct active messages (host memory):
+ * Eager send protocols over uct active messages (host memory), for tag
+ * messages and, with a first word in place of the tag and the user header
+ * in front of the data, for active messages and stream bytes (ucp_am.c,
+ * ucp_stream.c):
  *   short  -- am_short, tag as the 8-byte header, payload <= max_short;
  *   bcopy  -- one am_bcopy segment [tag][data];
  *   multi  -- first [tag][uuid][msg_id][length][sync_id][data], then
  *             middles [uuid][msg_id][offset][data] until the end;
  *   sync   -- single [tag][uuid][sync_id][data], or multi with sync_id set;
  *             the request completes when the receiver's ack arrives.
+ *   am     -- single [word][uuid][dest ep][user hdr][data] (AM_SINGLE), or
+ *             multi with AM_FIRST, dest ep in the sync slot.
  * Everything goes through the endpoint's ordered queue, so messages of one
  * endpoint reach the receiver in order and a large one is never overtaken.
  */
@@ -17,6 +22,7 @@
 #include <ucp/core/ucp_int.h>
 #include <ucp/rndv/ucp_rndv.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -26,16 +32,34 @@ typedef struct {
     size_t        length;
 } ucp_tag_pack_ctx_t;
 
+/* Bytes of the message after its protocol header: user header + data. */
+static inline size_t ucp_send_total(const ucp_request_t *req)
+{
+    return req->u.send.prefix_len + req->dt.length;
+}
+
 static size_t ucp_tag_pack(void *dest, void *arg)
 {
     ucp_tag_pack_ctx_t *ctx = arg;
     ucp_request_t *req      = ctx->req;
-    size_t packed;
+    size_t offset           = req->u.send.offset;
+    size_t prefix_len       = req->u.send.prefix_len;
+    char *p                 = (char*)dest + ctx->hdr_len;
+    size_t left             = ctx->length;
+    size_t n;
 
     memcpy(dest, ctx->hdr, ctx->hdr_len);
-    packed = ucp_dt_pack(&req->dt, req->u.send.offset, (char*)dest + ctx->hdr_len,
-                         ctx->length);
-    return ctx->hdr_len + packed;
+    if (ucs_unlikely(offset < prefix_len)) {
+        n = ucs_min(prefix_len - offset, left);
+        memcpy(p, (const char*)req->u.send.prefix + offset, n);
+        p      += n;
+        offset += n;
+        left   -= n;
+    }
+    if (left > 0) {
+        p += ucp_dt_pack(&req->dt, offset - prefix_len, p, left);
+    }
+    return p - (char*)dest;
 }
 
 /* What a send completes with: OK, or what the receiver's ack said. */
@@ -105,7 +129,12 @@ static ucs_status_t ucp_tag_progress_single(ucp_request_t *req)
     uint8_t id;
 
     ctx.hdr[0] = req->u.send.tag;
-    if (req->flags & UCP_REQ_FLAG_SYNC) {
+    if (req->u.send.kind != UCP_SEND_KIND_TAG) {
+        ctx.hdr[1]  = req->worker->uuid;
+        ctx.hdr[2]  = req->u.send.dest_ep;
+        ctx.hdr_len = UCP_EAGER_SYNC_HDR;
+        id          = UCP_AM_ID_AM_SINGLE;
+    } else if (req->flags & UCP_REQ_FLAG_SYNC) {
         ctx.hdr[1]  = req->worker->uuid;
         ctx.hdr[2]  = req->u.send.sync_id;
         ctx.hdr_len = UCP_EAGER_SYNC_HDR;
@@ -114,7 +143,7 @@ static ucs_status_t ucp_tag_progress_single(ucp_request_t *req)
         ctx.hdr_len = sizeof(uint64_t);
         id          = UCP_AM_ID_EAGER_ONLY;
     }
-    ctx.length = req->dt.length;
+    ctx.length = ucp_send_total(req);
     status     = ucp_tag_send_bcopy(req, id, &ctx);
     if (status == UCS_OK) {
         ucp_tag_send_local_done(req);
@@ -124,7 +153,8 @@ static ucs_status_t ucp_tag_progress_single(ucp_request_t *req)
 
 static ucs_status_t ucp_tag_progress_multi(ucp_request_t *req)
 {
-    size_t max = req->ep->max_bcopy;
+    size_t max   = req->ep->max_bcopy;
+    size_t total = ucp_send_total(req);
     ucp_tag_pack_ctx_t ctx;
     ucs_status_t status;
     uint8_t id;
@@ -133,10 +163,15 @@ static ucs_status_t ucp_tag_progress_multi(ucp_request_t *req)
         ctx.hdr[0]  = req->u.send.tag;
         ctx.hdr[1]  = req->worker->uuid;
         ctx.hdr[2]  = req->u.send.msg_id;
-        ctx.hdr[3]  = req->dt.length;
-        ctx.hdr[4]  = req->u.send.sync_id;
+        ctx.hdr[3]  = total;
         ctx.hdr_len = UCP_EAGER_FIRST_HDR;
-        id          = UCP_AM_ID_EAGER_FIRST;
+        if (req->u.send.kind == UCP_SEND_KIND_TAG) {
+            ctx.hdr[4] = req->u.send.sync_id;
+            id         = UCP_AM_ID_EAGER_FIRST;
+        } else {
+            ctx.hdr[4] = req->u.send.dest_ep;
+            id         = UCP_AM_ID_AM_FIRST;
+        }
     } else {
         ctx.hdr[0]  = req->worker->uuid;
         ctx.hdr[1]  = req->u.send.msg_id;
@@ -144,7 +179,7 @@ static ucs_status_t ucp_tag_progress_multi(ucp_request_t *req)
         ctx.hdr_len = UCP_EAGER_MIDDLE_HDR;
         id          = UCP_AM_ID_EAGER_MIDDLE;
     }
-    ctx.length = req->dt.length - req->u.send.offset;
+    ctx.length = total - req->u.send.offset;
     if (ctx.length > max - ctx.hdr_len) {
         ctx.length = max - ctx.hdr_len;
     }
@@ -152,7 +187,7 @@ static ucs_status_t ucp_tag_progress_multi(ucp_request_t *req)
     if (status != UCS_OK) {
         return status;
     }
-    if (req->u.send.offset < req->dt.length) {
+    if (req->u.send.offset < total) {
         return UCS_INPROGRESS;
     }
     ucp_tag_send_local_done(req);
@@ -231,15 +266,152 @@ static ucp_proto_stat_t ucp_tag_send_proto(const ucp_request_t *req)
     return UCP_PROTO_STAT_EAGER_MULTI;
 }
 
-static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
-                                            size_t count, ucp_tag_t tag,
-                                            const ucp_request_param_t *param,
-                                            int sync)
+/* Whether @a req (datatype and memory type known) takes rendezvous. */
+static int ucp_send_rndv_wanted(ucp_ep_h ep, const ucp_request_t *req,
+                                ucs_memory_type_t mem_type)
+{
+    switch (req->u.send.proto) {
+    case UCP_SEND_PROTO_EAGER:
+        return 0;
+    case UCP_SEND_PROTO_RNDV:
+        return 1;
+    default:
+        return (req->u.send.kind != UCP_SEND_KIND_STREAM) &&
+               ucp_rndv_send_wanted(ep, req, mem_type);
+    }
+}
+
+/* The protocol decision for a send whose request is set up (datatype,
+ * memory type, message fields): rendezvous, staging, the eager protocol;
+ * then into the ep's queue (or, FORCE_IMM_CMPL, one attempt). On error the
+ * caller frees the request. */
+static ucs_status_t ucp_send_choose(ucp_request_t *req, ucp_ep_h ep, uint32_t attr,
+                                    int sync)
+{
+    ucp_worker_h worker        = req->worker;
+    ucs_memory_type_t mem_type = req->mem_type;
+    ucp_datatype_t datatype    = req->dt.datatype;
+    size_t hdr_len, total;
+    ucs_status_t status;
+
+    if ((req->u.send.kind == UCP_SEND_KIND_STREAM) ||
+        ((req->u.send.kind == UCP_SEND_KIND_AM) &&
+         (UCP_AM_WORD_FLAGS(req->u.send.tag) & UCP_AM_SEND_FLAG_REPLY))) {
+        /* The receiver needs an endpoint to us: stream bytes queue on it,
+         * a reply goes through it. */
+        status = ucp_tag_send_wireup(ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    if (!(attr & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) &&
+        ucp_send_rndv_wanted(ep, req, mem_type)) {
+        /* Rendezvous: contiguous device data is read or written in place;
+         * an IOV holding device memory is gathered into host memory first. */
+        if ((mem_type != UCS_MEMORY_TYPE_HOST) &&
+            ((datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_IOV)) {
+            status = ucp_memtype_stage_send(req, mem_type);
+            if (status != UCS_OK) {
+                return status;
+            }
+            mem_type = UCS_MEMORY_TYPE_HOST;
+        }
+        return ucp_rndv_send_start(req, ep, mem_type, sync);
+    }
+    total = ucp_send_total(req);
+    if ((req->u.send.kind == UCP_SEND_KIND_AM) &&
+        (total > worker->context->rndv.eager_max)) {
+        ucs_error("ucp: eager active message of %zu bytes exceeds "
+                  "UCX_TAG_EAGER_MAX_SIZE=%zu, which the receiver enforces",
+                  total, worker->context->rndv.eager_max);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (mem_type != UCS_MEMORY_TYPE_HOST) {
+        /* Device memory: a synchronous cuda_copy into a host bounce buffer,
+         * then the host eager protocols. */
+        status = ucp_memtype_stage_send(req, mem_type);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    if (sync) {
+        status = ucp_tag_send_wireup(ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+        req->flags          |= UCP_REQ_FLAG_SYNC | UCP_REQ_FLAG_IN_SYNC_LIST;
+        req->u.send.sync_id  = worker->next_sync_id++;
+        req->ep              = ep;
+        ucs_list_add_tail(&worker->sync_reqs, &req->list);
+    }
+
+    hdr_len = (sync || (req->u.send.kind != UCP_SEND_KIND_TAG)) ?
+              UCP_EAGER_SYNC_HDR : sizeof(uint64_t);
+    if (!sync && (req->u.send.kind == UCP_SEND_KIND_TAG) &&
+        (req->dt.length <= ep->max_short) && (req->dt.generic == NULL) &&
+        ((req->dt.datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG)) {
+        req->progress = ucp_tag_progress_short;
+    } else if (total + hdr_len <= ep->max_bcopy) {
+        req->progress = ucp_tag_progress_single;
+    } else {
+        req->progress       = ucp_tag_progress_multi;
+        req->u.send.msg_id  = worker->next_msg_id++;
+    }
+    ++worker->proto_stats[ucp_tag_send_proto(req)];
+    ucs_trace_req("ucp: send %p on ep %s: %zu bytes, kind %u, word 0x%llx",
+                  (void*)req, ep->name, total, req->u.send.kind,
+                  (unsigned long long)req->u.send.tag);
+
+    if (attr & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) {
+        /* One attempt, outside the queue: done now or not at all. */
+        if (sync || !ucs_queue_is_empty(&ep->send_q) ||
+            (req->progress == ucp_tag_progress_multi)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        req->ep = ep;
+        return req->progress(req);
+    }
+    ucp_ep_push(ep, req);
+    return UCS_OK;
+}
+
+/* Placeholder progress of a send posted while its ep was connecting: the
+ * queue is not moved before the handshake ends, which resubmits it. */
+static ucs_status_t ucp_send_deferred_progress(ucp_request_t *req)
+{
+    (void)req;
+    return UCS_ERR_NO_RESOURCE;
+}
+
+int ucp_send_is_deferred(const ucp_request_t *req)
+{
+    return req->progress == ucp_send_deferred_progress;
+}
+
+void ucp_send_resubmit(ucp_request_t *req)
+{
+    ucp_ep_h ep  = req->ep;
+    int sync     = !!(req->flags & UCP_REQ_FLAG_DEFERRED_SYNC);
+    ucs_status_t status;
+
+    req->flags &= ~(UCP_REQ_FLAG_DEFERRED | UCP_REQ_FLAG_DEFERRED_SYNC);
+    status      = ucp_send_choose(req, ep, 0, sync);
+    if (status != UCS_OK) {
+        if (req->flags & UCP_REQ_FLAG_IN_SYNC_LIST) {
+            ucs_list_del(&req->list);
+            req->flags &= ~UCP_REQ_FLAG_IN_SYNC_LIST;
+        }
+        ucp_request_complete(req, status);
+    }
+}
+
+ucs_status_ptr_t ucp_send_common(ucp_ep_h ep, const void *buffer, size_t count,
+                                 const ucp_send_msg_t *msg,
+                                 const ucp_request_param_t *param)
 {
     ucp_worker_h worker = ep->worker;
     uint32_t attr       = (param != NULL) ? param->op_attr_mask : 0;
     ucp_datatype_t datatype;
-    ucs_memory_type_t mem_type;
     ucs_status_ptr_t ret;
     ucs_status_t status;
     ucp_request_t *req;
@@ -254,14 +426,16 @@ static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
         goto out;
     }
 
-    /* Fast path: small contiguous host data on an idle endpoint. */
-    if (!sync && ((datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
+    /* Fast path: small contiguous host data of a tag message on an idle
+     * endpoint (a connecting one always has its handshake in the queue). */
+    if ((msg->kind == UCP_SEND_KIND_TAG) && !msg->sync &&
+        ((datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
         !(attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && ucs_queue_is_empty(&ep->send_q)) {
         length = count * (size_t)(datatype >> UCP_DATATYPE_SHIFT);
         if ((length <= ep->max_short) &&
             (length < ucp_rndv_thresh(ep, UCP_RNDV_KIND_HOST)) &&
             (ucp_tag_memtype(worker, buffer, length, param) == UCS_MEMORY_TYPE_HOST) &&
-            (uct_ep_am_short(ep->uct_ep, UCP_AM_ID_EAGER_ONLY, tag, buffer,
+            (uct_ep_am_short(ep->uct_ep, UCP_AM_ID_EAGER_ONLY, msg->word, buffer,
                              (unsigned)length) == UCS_OK)) {
             ++worker->proto_stats[UCP_PROTO_STAT_EAGER_SHORT];
             ret = NULL;
@@ -280,73 +454,40 @@ static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
     if (status != UCS_OK) {
         goto err_req;
     }
-    mem_type        = ucp_memtype_of_dt(worker, &req->dt, param);
-    req->mem_type   = mem_type;
-    req->u.send.tag = tag;
-    if (!(attr & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) &&
-        ucp_rndv_send_wanted(ep, req, mem_type)) {
-        /* Rendezvous: contiguous device data is read or written in place;
-         * an IOV holding device memory is gathered into host memory first. */
-        if ((mem_type != UCS_MEMORY_TYPE_HOST) &&
-            ((datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_IOV)) {
-            status = ucp_memtype_stage_send(req, mem_type);
-            if (status != UCS_OK) {
-                goto err_dt;
-            }
-            mem_type = UCS_MEMORY_TYPE_HOST;
-        }
-        status = ucp_rndv_send_start(req, ep, mem_type, sync);
-        if (status != UCS_OK) {
+    req->mem_type          = ucp_memtype_of_dt(worker, &req->dt, param);
+    req->u.send.tag        = msg->word;
+    req->u.send.kind       = msg->kind;
+    req->u.send.proto      = msg->proto;
+    req->u.send.dest_ep    = ep->remote_ep_id;
+    req->u.send.prefix_len = msg->prefix_len;
+    if (msg->prefix_len > 0) {
+        /* The caller may reuse its header when the call returns. */
+        req->owned = malloc(msg->prefix_len);
+        if (req->owned == NULL) {
+            status = UCS_ERR_NO_MEMORY;
             goto err_dt;
         }
-        ret = ucp_request_finish_call(req, param);
-        goto out;
-    }
-    if (mem_type != UCS_MEMORY_TYPE_HOST) {
-        /* Device memory: a synchronous cuda_copy into a host bounce buffer,
-         * then the host eager protocols. */
-        status = ucp_memtype_stage_send(req, mem_type);
-        if (status != UCS_OK) {
-            goto err_dt;
-        }
-    }
-    if (sync) {
-        status = ucp_tag_send_wireup(ep);
-        if (status != UCS_OK) {
-            goto err_dt;
-        }
-        req->flags          |= UCP_REQ_FLAG_SYNC | UCP_REQ_FLAG_IN_SYNC_LIST;
-        req->u.send.sync_id  = worker->next_sync_id++;
-        req->ep              = ep;
-        ucs_list_add_tail(&worker->sync_reqs, &req->list);
+        memcpy(req->owned, msg->prefix, msg->prefix_len);
+        req->u.send.prefix = req->owned;
     }
 
-    if (!sync && (req->dt.length <= ep->max_short) && (req->dt.generic == NULL) &&
-        ((datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG)) {
-        req->progress = ucp_tag_progress_short;
-    } else if (req->dt.length + (sync ? UCP_EAGER_SYNC_HDR : sizeof(uint64_t)) <=
-               ep->max_bcopy) {
-        req->progress = ucp_tag_progress_single;
-    } else {
-        req->progress       = ucp_tag_progress_multi;
-        req->u.send.msg_id  = worker->next_msg_id++;
-    }
-    ++worker->proto_stats[ucp_tag_send_proto(req)];
-
-    if (attr & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) {
-        /* One attempt, outside the queue: done now or not at all. */
-        if (sync || !ucs_queue_is_empty(&ep->send_q) ||
-            (req->progress == ucp_tag_progress_multi)) {
+    if (ucs_unlikely(ep->flags & UCP_EP_FLAG_CONNECTING)) {
+        if (attr & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) {
             status = UCS_ERR_NO_RESOURCE;
             goto err_dt;
         }
-        req->ep = ep;
-        status  = req->progress(req);
-        if (status != UCS_OK) {
-            goto err_dt;
-        }
-    } else {
-        ucp_ep_push(ep, req);
+        /* No lanes yet: the protocol is chosen when the handshake ends. */
+        req->flags   |= UCP_REQ_FLAG_DEFERRED |
+                        (msg->sync ? UCP_REQ_FLAG_DEFERRED_SYNC : 0);
+        req->progress = ucp_send_deferred_progress;
+        req->ep       = ep;
+        ucs_queue_push(&ep->send_q, &req->queue);
+        ret = ucp_request_finish_call(req, param);
+        goto out;
+    }
+    status = ucp_send_choose(req, ep, attr, msg->sync);
+    if (status != UCS_OK) {
+        goto err_dt;
     }
     ret = ucp_request_finish_call(req, param);
 out:
@@ -362,6 +503,17 @@ err_req:
     ucp_request_put(req);
     ucp_worker_unlock(worker);
     return UCS_STATUS_PTR(status);
+}
+
+static ucs_status_ptr_t ucp_tag_send_common(ucp_ep_h ep, const void *buffer,
+                                            size_t count, ucp_tag_t tag,
+                                            const ucp_request_param_t *param,
+                                            int sync)
+{
+    ucp_send_msg_t msg = {tag, NULL, 0, UCP_SEND_KIND_TAG, UCP_SEND_PROTO_AUTO,
+                          sync};
+
+    return ucp_send_common(ep, buffer, count, &msg, param);
 }
 
 ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count,

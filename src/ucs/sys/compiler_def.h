@@ -37,6 +37,15 @@
 #define UCS_MASK(_n)             (((_n) >= 64) ? ~0ull : (UCS_BIT(_n) - 1))
 
 /** Number of elements of a fixed-size array. */
+/* Smaller / larger of two values of one type; each argument is evaluated
+ * once. */
+#define ucs_min(_a, _b) \
+    ({ __typeof__(_a) _ucs_a = (_a); __typeof__(_b) _ucs_b = (_b); \
+       (_ucs_a < _ucs_b) ? _ucs_a : _ucs_b; })
+#define ucs_max(_a, _b) \
+    ({ __typeof__(_a) _ucs_a = (_a); __typeof__(_b) _ucs_b = (_b); \
+       (_ucs_a > _ucs_b) ? _ucs_a : _ucs_b; })
+
 #define ucs_static_array_size(_a) (sizeof(_a) / sizeof((_a)[0]))
 
 /** Pointer to the structure that contains @a _ptr as member @a _member. */

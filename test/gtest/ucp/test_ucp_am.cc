@@ -1,0 +1,568 @@
+/**
+ * @file test_ucp_am.cc
+ * Active messages and the stream API between two workers, over each
+ * transport set a user can select: eager and rendezvous messages with
+ * headers up to the worker's limit, reply endpoints, kept data, rendezvous
+ * data fetched later or dropped, the old handler interface, unknown ids;
+ * stream bytes in order with and without WAITALL, recv_data_nb, worker
+ * poll. Two-process runs check the same over real process boundaries.
+ */
+#include "ucp/ucp_test.h"
+#include "common/test_helpers.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+using namespace ucx_test;
+
+namespace {
+
+const uint64_t k_features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_STREAM;
+
+void fill(std::vector<char> &v, unsigned seed)
+{
+    for (size_t i = 0; i < v.size(); ++i) {
+        v[i] = (char)ucp_pattern(seed, i);
+    }
+}
+
+bool intact(const void *p, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; ++i) {
+        if (((const uint8_t*)p)[i] != ucp_pattern(seed, i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* What a handler saw. */
+struct am_seen {
+    int                count = 0;
+    std::string        header;
+    std::vector<char>  data;
+    uint64_t           attr  = 0;
+    ucp_ep_h           reply = NULL;
+    void               *desc = NULL; /* kept rendezvous descriptor / data */
+    size_t             length = 0;
+    bool               keep   = false; /* return UCS_INPROGRESS */
+};
+
+ucs_status_t am_record(void *arg, const void *header, size_t header_length,
+                       void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    am_seen *s = (am_seen*)arg;
+
+    ++s->count;
+    s->header.assign((const char*)header, header_length);
+    s->attr   = param->recv_attr;
+    s->reply  = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) ?
+                param->reply_ep : NULL;
+    s->length = length;
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        s->desc = data;
+        return UCS_INPROGRESS; /* fetched by the test */
+    }
+    s->data.assign((const char*)data, (const char*)data + length);
+    if (s->keep && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA)) {
+        s->desc = data;
+        return UCS_INPROGRESS;
+    }
+    return UCS_OK;
+}
+
+void set_handler(ucp_worker_h w, unsigned id, am_seen *seen, uint32_t flags = 0)
+{
+    ucp_am_handler_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                   UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    p.id    = id;
+    p.cb    = am_record;
+    p.arg   = seen;
+    p.flags = flags;
+    ASSERT_EQ(UCS_OK, ucp_worker_set_am_recv_handler(w, &p));
+}
+
+ucs_status_ptr_t am_send(ucp_ep_h ep, unsigned id, const std::string &hdr,
+                         const void *buf, size_t len, uint32_t flags = 0)
+{
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = flags;
+    return ucp_am_send_nbx(ep, id, hdr.data(), hdr.size(), buf, len, &param);
+}
+
+/* Two workers in one process, endpoints both ways. */
+class test_ucp_am : public ::testing::TestWithParam<const char*> {
+protected:
+    void SetUp() override
+    {
+        m_a.reset(new ucp_entity(GetParam(), UCS_THREAD_MODE_SINGLE, k_features));
+        m_b.reset(new ucp_entity(GetParam(), UCS_THREAD_MODE_SINGLE, k_features));
+        m_ab = m_a->connect(m_b->address());
+        m_ba = m_b->connect(m_a->address());
+    }
+
+    void TearDown() override
+    {
+        m_a->close(m_ab);
+        m_b->close(m_ba);
+        m_b.reset();
+        m_a.reset();
+    }
+
+    void progress() const
+    {
+        ucp_worker_progress(m_a->worker());
+        ucp_worker_progress(m_b->worker());
+    }
+
+    /* Progress both until @a done, at most 30 s. */
+    bool until(const std::function<bool()> &done) const
+    {
+        auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > end) {
+                return false;
+            }
+            progress();
+        }
+        return true;
+    }
+
+    ucs_status_t wait(ucs_status_ptr_t req) const
+    {
+        if (!UCS_PTR_IS_PTR(req)) {
+            return UCS_PTR_STATUS(req);
+        }
+        ucs_status_t status = UCS_INPROGRESS;
+        until([&] { return (status = ucp_request_check_status(req)) != UCS_INPROGRESS; });
+        ucp_request_free(req);
+        return status;
+    }
+
+    size_t max_header() const
+    {
+        ucp_worker_attr_t attr;
+        attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+        EXPECT_EQ(UCS_OK, ucp_worker_query(m_b->worker(), &attr));
+        return attr.max_am_header;
+    }
+
+    std::unique_ptr<ucp_entity> m_a, m_b;
+    ucp_ep_h                    m_ab, m_ba;
+};
+
+TEST_P(test_ucp_am, eager_sizes_and_headers_arrive_intact)
+{
+    am_seen seen;
+    set_handler(m_b->worker(), 7, &seen);
+    size_t hmax = max_header();
+    ASSERT_GT(hmax, 64u);
+    for (size_t len : {0ul, 1ul, 100ul, 8192ul, 65536ul, 300000ul}) {
+        for (size_t hlen : {0ul, 16ul, hmax}) {
+            std::vector<char> buf(len);
+            fill(buf, (unsigned)(len + hlen));
+            std::string hdr(hlen, 'h');
+            for (size_t i = 0; i < hlen; ++i) {
+                hdr[i] = (char)(i * 7 + 1);
+            }
+            int before = seen.count;
+            ASSERT_EQ(UCS_OK, wait(am_send(m_ab, 7, hdr, buf.data(), len,
+                                           UCP_AM_SEND_FLAG_EAGER)))
+                << len << "+" << hlen;
+            ASSERT_TRUE(until([&] { return seen.count > before; }));
+            EXPECT_EQ(hdr, seen.header) << len << "+" << hlen;
+            ASSERT_EQ(len, seen.data.size());
+            EXPECT_TRUE(intact(seen.data.data(), len, (unsigned)(len + hlen)));
+            EXPECT_FALSE(seen.attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
+            EXPECT_EQ(NULL, seen.reply);
+        }
+    }
+}
+
+TEST_P(test_ucp_am, header_over_the_limit_is_refused)
+{
+    std::string hdr(max_header() + 1, 'x');
+    char c = 0;
+    ucs_status_ptr_t ret = am_send(m_ab, 1, hdr, &c, 1);
+    ASSERT_TRUE(UCS_PTR_IS_ERR(ret));
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, UCS_PTR_STATUS(ret));
+}
+
+TEST_P(test_ucp_am, rendezvous_data_is_fetched_into_a_buffer_later)
+{
+    am_seen seen;
+    set_handler(m_b->worker(), 3, &seen);
+    for (size_t len : {1ul, 5000ul, 4ul << 20}) {
+        std::vector<char> buf(len), out(len + 10, 0);
+        fill(buf, (unsigned)len);
+        seen = am_seen();
+        ucs_status_ptr_t sreq = am_send(m_ab, 3, "hdr", buf.data(), len,
+                                        UCP_AM_SEND_FLAG_RNDV);
+        ASSERT_FALSE(UCS_PTR_IS_ERR(sreq));
+        ASSERT_TRUE(until([&] { return seen.count == 1; }));
+        EXPECT_TRUE(seen.attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
+        EXPECT_EQ("hdr", seen.header);
+        EXPECT_EQ(len, seen.length);
+        /* The sender waits for the receiver's decision. */
+        for (int i = 0; i < 100; ++i) {
+            progress();
+        }
+        if (sreq != NULL) {
+            EXPECT_EQ(UCS_INPROGRESS, ucp_request_check_status(sreq));
+        }
+        size_t got = 0;
+        ucp_request_param_t p;
+        memset(&p, 0, sizeof(p));
+        p.op_attr_mask     = UCP_OP_ATTR_FIELD_RECV_INFO;
+        p.recv_info.length = &got;
+        ucs_status_ptr_t rreq = ucp_am_recv_data_nbx(m_b->worker(), seen.desc,
+                                                     out.data(), out.size(), &p);
+        ASSERT_FALSE(UCS_PTR_IS_ERR(rreq));
+        if (rreq != NULL) {
+            ASSERT_EQ(UCS_OK, wait(rreq));
+        } else {
+            EXPECT_EQ(len, got);
+        }
+        EXPECT_EQ(UCS_OK, wait(sreq));
+        EXPECT_TRUE(intact(out.data(), len, (unsigned)len)) << len;
+        EXPECT_EQ(0, out[len]);
+    }
+}
+
+TEST_P(test_ucp_am, released_rendezvous_completes_the_sender)
+{
+    am_seen seen;
+    set_handler(m_b->worker(), 4, &seen);
+    std::vector<char> buf(1 << 20);
+    ucs_status_ptr_t sreq = am_send(m_ab, 4, "", buf.data(), buf.size(),
+                                    UCP_AM_SEND_FLAG_RNDV);
+    ASSERT_TRUE(until([&] { return seen.count == 1; }));
+    ucp_am_data_release(m_b->worker(), seen.desc);
+    EXPECT_EQ(UCS_OK, wait(sreq));
+}
+
+TEST_P(test_ucp_am, small_messages_go_eager_and_over_the_eager_limit_rendezvous)
+{
+    /* Without a flag the size decides, as for tag messages: the threshold
+     * of the transports' model, and always above UCX_TAG_EAGER_MAX_SIZE. */
+    scoped_setenv limit("UCX_TAG_EAGER_MAX_SIZE", "1M");
+    ucp_entity a(GetParam(), UCS_THREAD_MODE_SINGLE, k_features);
+    ucp_entity b(GetParam(), UCS_THREAD_MODE_SINGLE, k_features);
+    ucp_ep_h ab = a.connect(b.address());
+    am_seen seen;
+    set_handler(b.worker(), 5, &seen);
+    std::vector<char> small(16), large(2 << 20);
+    auto both = [&](const std::function<bool()> &done) {
+        for (int i = 0; (i < 1000000) && !done(); ++i) {
+            ucp_worker_progress(a.worker());
+            ucp_worker_progress(b.worker());
+        }
+        return done();
+    };
+    ucs_status_ptr_t sreq = am_send(ab, 5, "", small.data(), small.size());
+    ASSERT_TRUE(both([&] { return seen.count == 1; }));
+    EXPECT_EQ(0u, seen.attr); /* plain eager data */
+    if (UCS_PTR_IS_PTR(sreq)) {
+        ASSERT_TRUE(both([&] { return ucp_request_check_status(sreq) != UCS_INPROGRESS; }));
+        ucp_request_free(sreq);
+    }
+    sreq = am_send(ab, 5, "", large.data(), large.size());
+    ASSERT_TRUE(both([&] { return seen.count == 2; }));
+    ASSERT_TRUE(seen.attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
+    ucp_am_data_release(b.worker(), seen.desc);
+    ASSERT_TRUE(UCS_PTR_IS_PTR(sreq));
+    ASSERT_TRUE(both([&] { return ucp_request_check_status(sreq) != UCS_INPROGRESS; }));
+    EXPECT_EQ(UCS_OK, ucp_request_check_status(sreq));
+    ucp_request_free(sreq);
+    a.close(ab);
+}
+
+TEST_P(test_ucp_am, reply_endpoint_reaches_the_sender)
+{
+    am_seen at_b, at_a;
+    set_handler(m_b->worker(), 9, &at_b);
+    set_handler(m_a->worker(), 10, &at_a);
+    char c = 'q';
+    ASSERT_EQ(UCS_OK, wait(am_send(m_ab, 9, "", &c, 1, UCP_AM_SEND_FLAG_REPLY)));
+    ASSERT_TRUE(until([&] { return at_b.count == 1; }));
+    ASSERT_TRUE(at_b.attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP);
+    ASSERT_NE((void*)NULL, (void*)at_b.reply);
+    ASSERT_EQ(UCS_OK, wait(am_send(at_b.reply, 10, "r", &c, 1)));
+    ASSERT_TRUE(until([&] { return at_a.count == 1; }));
+    EXPECT_EQ("r", at_a.header);
+}
+
+TEST_P(test_ucp_am, persistent_data_may_be_kept_and_released_later)
+{
+    am_seen seen;
+    seen.keep = true;
+    set_handler(m_b->worker(), 11, &seen, UCP_AM_FLAG_PERSISTENT_DATA);
+    std::vector<char> buf(100);
+    fill(buf, 5);
+    ASSERT_EQ(UCS_OK, wait(am_send(m_ab, 11, "", buf.data(), buf.size())));
+    ASSERT_TRUE(until([&] { return seen.count == 1; }));
+    ASSERT_TRUE(seen.attr & UCP_AM_RECV_ATTR_FLAG_DATA);
+    /* Still there after more traffic. */
+    ASSERT_EQ(UCS_OK, wait(am_send(m_ab, 12, "", buf.data(), 1)));
+    for (int i = 0; i < 100; ++i) {
+        progress();
+    }
+    EXPECT_TRUE(intact(seen.desc, buf.size(), 5));
+    /* Kept eager data is received by copy, which releases it. */
+    std::vector<char> out(buf.size());
+    size_t got = 0;
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.op_attr_mask     = UCP_OP_ATTR_FIELD_RECV_INFO;
+    p.recv_info.length = &got;
+    EXPECT_EQ(NULL, ucp_am_recv_data_nbx(m_b->worker(), seen.desc, out.data(),
+                                         out.size(), &p));
+    EXPECT_EQ(buf.size(), got);
+    EXPECT_TRUE(intact(out.data(), out.size(), 5));
+}
+
+TEST_P(test_ucp_am, unknown_id_is_dropped_and_later_messages_arrive)
+{
+    am_seen seen;
+    set_handler(m_b->worker(), 2, &seen);
+    std::vector<char> big(2 << 20);
+    char c = 1;
+    ASSERT_EQ(UCS_OK, wait(am_send(m_ab, 1000, "", &c, 1)));
+    /* A rendezvous one releases its sender. */
+    EXPECT_EQ(UCS_OK, wait(am_send(m_ab, 1001, "", big.data(), big.size(),
+                                   UCP_AM_SEND_FLAG_RNDV)));
+    ASSERT_EQ(UCS_OK, wait(am_send(m_ab, 2, "", &c, 1)));
+    ASSERT_TRUE(until([&] { return seen.count == 1; }));
+    /* An out-of-range id is a parameter error. */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, UCS_PTR_STATUS(am_send(m_ab, 70000, "", &c, 1)));
+}
+
+int g_old_calls;
+ucs_status_t old_handler(void *arg, void *data, size_t length, ucp_ep_h reply_ep,
+                         unsigned flags)
+{
+    (void)reply_ep;
+    (void)flags;
+    std::vector<char> *v = (std::vector<char>*)arg;
+    v->assign((char*)data, (char*)data + length);
+    ++g_old_calls;
+    return UCS_OK;
+}
+
+TEST_P(test_ucp_am, old_interface_sends_and_receives)
+{
+    std::vector<char> got;
+    g_old_calls = 0;
+    ASSERT_EQ(UCS_OK, ucp_worker_set_am_handler(m_b->worker(), 20, old_handler,
+                                                &got, UCP_AM_FLAG_WHOLE_MSG));
+    std::vector<char> buf(200000);
+    fill(buf, 9);
+    ASSERT_EQ(UCS_OK, wait(ucp_am_send_nb(m_ab, 20, buf.data(), buf.size(),
+                                          ucp_dt_make_contig(1), NULL, 0)));
+    ASSERT_TRUE(until([&] { return g_old_calls == 1; }));
+    ASSERT_EQ(buf.size(), got.size());
+    EXPECT_TRUE(intact(got.data(), got.size(), 9));
+}
+
+/* ---- stream -------------------------------------------------------------- */
+
+ucs_status_ptr_t stream_recv(ucp_ep_h ep, void *buf, size_t len, size_t *got,
+                             bool waitall)
+{
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags        = waitall ? UCP_STREAM_RECV_FLAG_WAITALL : 0;
+    return ucp_stream_recv_nbx(ep, buf, len, got, &p);
+}
+
+TEST_P(test_ucp_am, stream_bytes_arrive_in_order_across_any_boundaries)
+{
+    std::vector<char> all(3 << 20);
+    fill(all, 77);
+    /* Sends of awkward sizes, one receive for everything (WAITALL). */
+    std::vector<ucs_status_ptr_t> sends;
+    size_t off = 0, step = 1;
+    while (off < all.size()) {
+        size_t n = std::min(step, all.size() - off);
+        sends.push_back(ucp_stream_send_nbx(m_ab, all.data() + off, n, NULL));
+        ASSERT_FALSE(UCS_PTR_IS_ERR(sends.back()));
+        off  += n;
+        step  = step * 3 + 1;
+    }
+    std::vector<char> out(all.size());
+    size_t got = 0;
+    ucs_status_ptr_t r = stream_recv(m_ba, out.data(), out.size(), &got, true);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(r));
+    if (r != NULL) {
+        size_t len = 0;
+        ASSERT_TRUE(until([&] {
+            return ucp_stream_recv_request_test(r, &len) != UCS_INPROGRESS;
+        }));
+        EXPECT_EQ(UCS_OK, ucp_stream_recv_request_test(r, &len));
+        got = len;
+        ucp_request_free(r);
+    }
+    for (auto s : sends) {
+        EXPECT_EQ(UCS_OK, wait(s));
+    }
+    EXPECT_EQ(all.size(), got);
+    EXPECT_TRUE(intact(out.data(), out.size(), 77));
+}
+
+TEST_P(test_ucp_am, stream_receive_without_waitall_returns_what_is_there)
+{
+    std::vector<char> data(1000);
+    fill(data, 3);
+    ASSERT_EQ(UCS_OK, wait(ucp_stream_send_nbx(m_ab, data.data(), 300, NULL)));
+    ASSERT_TRUE(until([&] {
+        ucp_stream_poll_ep_t pe[4];
+        return ucp_stream_worker_poll(m_b->worker(), pe, 4, 0) > 0;
+    }));
+    ucp_stream_poll_ep_t pe[4];
+    ASSERT_EQ(1, ucp_stream_worker_poll(m_b->worker(), pe, 4, 0));
+    EXPECT_EQ(m_ba, pe[0].ep);
+    std::vector<char> out(1000);
+    size_t got = 0;
+    EXPECT_EQ(NULL, stream_recv(m_ba, out.data(), out.size(), &got, false));
+    EXPECT_EQ(300u, got);
+    EXPECT_TRUE(intact(out.data(), 300, 3));
+    /* A posted receive completes with the next bytes. */
+    ucs_status_ptr_t r = stream_recv(m_ba, out.data(), out.size(), &got, false);
+    ASSERT_TRUE(UCS_PTR_IS_PTR(r));
+    ASSERT_EQ(UCS_OK, wait(ucp_stream_send_nbx(m_ab, data.data() + 300, 700, NULL)));
+    size_t len = 0;
+    ASSERT_TRUE(until([&] {
+        return ucp_stream_recv_request_test(r, &len) != UCS_INPROGRESS;
+    }));
+    ucp_request_free(r);
+    EXPECT_EQ(700u, len);
+    EXPECT_EQ(0, memcmp(out.data(), data.data() + 300, 700));
+}
+
+TEST_P(test_ucp_am, stream_data_can_be_borrowed_and_released)
+{
+    std::vector<char> data(5000);
+    fill(data, 4);
+    ASSERT_EQ(UCS_OK, wait(ucp_stream_send_nbx(m_ab, data.data(), data.size(), NULL)));
+    size_t total = 0;
+    ASSERT_TRUE(until([&] {
+        size_t len = 0;
+        ucs_status_ptr_t p = ucp_stream_recv_data_nb(m_ba, &len);
+        if (UCS_PTR_IS_PTR(p)) {
+            EXPECT_EQ(0, memcmp(p, data.data() + total, len));
+            total += len;
+            ucp_stream_data_release(m_ba, p);
+        }
+        return total == data.size();
+    }));
+}
+
+TEST_P(test_ucp_am, stream_receives_of_whole_elements)
+{
+    std::vector<uint32_t> data(64);
+    for (size_t i = 0; i < data.size(); ++i) {
+        data[i] = (uint32_t)(i * 1000003u);
+    }
+    /* 6 bytes: one element and a half; the receive takes one element. */
+    ASSERT_EQ(UCS_OK, wait(ucp_stream_send_nbx(m_ab, data.data(), 6, NULL)));
+    std::vector<uint32_t> out(64, 0);
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype     = ucp_dt_make_contig(4);
+    size_t got     = 0;
+    ucs_status_ptr_t r = ucp_stream_recv_nbx(m_ba, out.data(), out.size(), &got, &p);
+    ASSERT_TRUE(UCS_PTR_IS_PTR(r)) << "completed with half an element";
+    ASSERT_EQ(UCS_OK, wait(ucp_stream_send_nbx(m_ab, (char*)data.data() + 6, 2,
+                                               NULL)));
+    size_t len = 0;
+    ASSERT_TRUE(until([&] {
+        return ucp_stream_recv_request_test(r, &len) != UCS_INPROGRESS;
+    }));
+    ucp_request_free(r);
+    EXPECT_EQ(8u, len);
+    EXPECT_EQ(data[0], out[0]);
+    EXPECT_EQ(data[1], out[1]);
+}
+
+INSTANTIATE_TEST_SUITE_P(tls, test_ucp_am, ::testing::Values("", "posix", "tcp"));
+
+/* ---- two processes ---------------------------------------------------------- */
+
+class test_ucp_am_2proc : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(test_ucp_am_2proc, eager_rendezvous_and_stream_between_processes)
+{
+    const size_t sizes[] = {10, 100000, 6 << 20};
+    run_two_processes(
+        [&](oob_channel &ch) {
+            ucp_entity e(GetParam(), UCS_THREAD_MODE_SINGLE, k_features);
+            std::string peer;
+            ASSERT_TRUE(ch.send_blob(e.address()));
+            ASSERT_TRUE(ch.recv_blob(peer));
+            ucp_ep_h ep = e.connect(peer);
+            for (size_t len : sizes) {
+                std::vector<char> buf(len);
+                fill(buf, (unsigned)len);
+                ASSERT_EQ(UCS_OK, e.wait(am_send(ep, 1, "size", buf.data(), len)));
+                ASSERT_EQ(UCS_OK, e.wait(ucp_stream_send_nbx(ep, buf.data(), len,
+                                                             NULL)));
+            }
+            ASSERT_TRUE(ch.barrier());
+            e.close(ep);
+            ASSERT_TRUE(ch.barrier());
+        },
+        [&](oob_channel &ch) {
+            ucp_entity e(GetParam(), UCS_THREAD_MODE_SINGLE, k_features);
+            std::string peer;
+            ASSERT_TRUE(ch.recv_blob(peer));
+            ASSERT_TRUE(ch.send_blob(e.address()));
+            ucp_ep_h ep = e.connect(peer);
+            am_seen seen;
+            set_handler(e.worker(), 1, &seen);
+            for (size_t len : sizes) {
+                int before = seen.count;
+                while (seen.count == before) {
+                    ucp_worker_progress(e.worker());
+                }
+                EXPECT_EQ("size", seen.header);
+                std::vector<char> out(len);
+                if (seen.attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+                    ASSERT_EQ(UCS_OK, e.wait(ucp_am_recv_data_nbx(e.worker(),
+                                                                  seen.desc,
+                                                                  out.data(), len,
+                                                                  NULL)));
+                } else {
+                    ASSERT_EQ(len, seen.data.size());
+                    memcpy(out.data(), seen.data.data(), len);
+                }
+                EXPECT_TRUE(intact(out.data(), len, (unsigned)len)) << len;
+                std::vector<char> s(len);
+                ucp_request_param_t p;
+                memset(&p, 0, sizeof(p));
+                p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+                p.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
+                size_t got;
+                ASSERT_EQ(UCS_OK, e.wait(ucp_stream_recv_nbx(ep, s.data(), len,
+                                                             &got, &p)));
+                EXPECT_TRUE(intact(s.data(), len, (unsigned)len)) << len;
+            }
+            ASSERT_TRUE(ch.barrier());
+            e.close(ep);
+            ASSERT_TRUE(ch.barrier());
+        });
+}
+
+INSTANTIATE_TEST_SUITE_P(tls, test_ucp_am_2proc,
+                         ::testing::Values("", "posix", "tcp"));
+
+} // namespace
