@@ -357,6 +357,14 @@ static void ucp_sa_fail_ep(ucp_conn_request_h conn, ucs_status_t status)
     ucp_ep_set_failed(ep, status, 1);
 }
 
+/* A barrier at the head of a connecting ep's queue: every fast path that
+ * sends only when the queue is empty queues instead. */
+static ucs_status_t ucp_sa_barrier_progress(ucp_request_t *req)
+{
+    (void)req;
+    return UCS_ERR_NO_RESOURCE;
+}
+
 /* The socket is done (the ep keeps the addresses); the ep fails with
  * @a status. */
 static void ucp_sa_conn_end(ucp_conn_request_h conn, ucs_status_t status)
@@ -409,7 +417,9 @@ static void ucp_sa_client_connected(ucp_conn_request_h conn)
     }
     while (!ucs_queue_is_empty(&held)) {
         req = ucs_queue_pull_elem_non_empty(&held, ucp_request_t, queue);
-        if (ucp_send_is_deferred(req)) {
+        if (req->progress == ucp_sa_barrier_progress) {
+            ucp_request_complete(req, UCS_OK);
+        } else if (ucp_send_is_deferred(req)) {
             ucp_send_resubmit(req);
         } else {
             ucs_queue_push(&ep->send_q, &req->queue);
@@ -823,14 +833,6 @@ err_conn:
     ucp_sa_conn_free(conn);
     ucp_worker_unlock(worker);
     return status;
-}
-
-/* A barrier at the head of a connecting ep's queue: every fast path that
- * sends only when the queue is empty queues instead. */
-static ucs_status_t ucp_sa_barrier_progress(ucp_request_t *req)
-{
-    (void)req;
-    return UCS_ERR_NO_RESOURCE;
 }
 
 ucs_status_t ucp_sa_ep_connect(ucp_worker_h worker, const ucp_ep_params_t *params,

@@ -46,6 +46,11 @@
     ({ __typeof__(_a) _ucs_a = (_a); __typeof__(_b) _ucs_b = (_b); \
        (_ucs_a > _ucs_b) ? _ucs_a : _ucs_b; })
 
+/* @a _ptr moved by @a _offset bytes (upstream's name, used by its example
+ * programs). */
+#define UCS_PTR_BYTE_OFFSET(_ptr, _offset) \
+    ((void*)((intptr_t)(_ptr) + (intptr_t)(_offset)))
+
 #define ucs_static_array_size(_a) (sizeof(_a) / sizeof((_a)[0]))
 
 /** Pointer to the structure that contains @a _ptr as member @a _member. */

@@ -78,16 +78,23 @@ ucs_status_t recv_wait(ucp_entity &e, void *buf, size_t len, ucp_tag_t tag,
 
 /* ---- context -------------------------------------------------------------- */
 
-TEST(test_ucp_context, unsupported_feature_is_refused_with_unsupported)
+TEST(test_ucp_context, every_feature_is_accepted_and_unknown_bits_refused)
 {
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_STREAM;
+    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
+                        UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
     ucp_context_h ctx;
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_init(&params, NULL, &ctx));
-    params.features = UCP_FEATURE_AM;
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_init(&params, NULL, &ctx));
+    ASSERT_EQ(UCS_OK, ucp_init(&params, NULL, &ctx));
+    ucp_context_attr_t attr;
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    ASSERT_EQ(UCS_OK, ucp_context_query(ctx, &attr));
+    /* UCXX reads the host bit to accept host buffers. */
+    EXPECT_TRUE(attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_HOST));
+    ucp_cleanup(ctx);
+    params.features = UCS_BIT(40);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_init(&params, NULL, &ctx));
     params.field_mask = 0;
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_init(&params, NULL, &ctx));
 }

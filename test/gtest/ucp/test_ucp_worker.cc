@@ -241,7 +241,7 @@ TEST(test_ucp_worker, force_close_cancels_an_unacknowledged_sync_send)
     EXPECT_EQ(UCS_ERR_CANCELED, seen);
 }
 
-TEST(test_ucp_worker, ep_query_gives_name_and_refuses_sockaddr)
+TEST(test_ucp_worker, ep_query_gives_name_and_no_sockaddr_for_address_eps)
 {
     ucp_entity e("self");
     ucp_ep_params_t params;
@@ -258,9 +258,18 @@ TEST(test_ucp_worker, ep_query_gives_name_and_refuses_sockaddr)
     EXPECT_STREQ("to-myself", attr.name);
     attr.field_mask = UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_ep_query(ep, &attr));
+    attr.field_mask = UCP_EP_ATTR_FIELD_USER_DATA | UCP_EP_ATTR_FIELD_TRANSPORTS;
+    ucp_transport_entry_t tl[4];
+    attr.transports.entries     = tl;
+    attr.transports.num_entries = 4;
+    attr.transports.entry_size  = sizeof(tl[0]);
+    ASSERT_EQ(UCS_OK, ucp_ep_query(ep, &attr));
+    ASSERT_GE(attr.transports.num_entries, 1u);
+    EXPECT_STREQ("self", tl[0].transport_name);
+    /* A socket address must be one. */
     params.field_mask |= UCP_EP_PARAM_FIELD_SOCK_ADDR;
     ucp_ep_h ep2;
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_ep_create(e.worker(), &params, &ep2));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_ep_create(e.worker(), &params, &ep2));
     e.close(ep);
 }
 
