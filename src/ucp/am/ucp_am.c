@@ -535,8 +535,6 @@ ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void *data_desc,
                                       void *buffer, size_t count,
                                       const ucp_request_param_t *param)
 {
-    uint32_t attr = (param != NULL) ? param->op_attr_mask : 0;
-    ucs_memory_type_t mem_type;
     ucp_am_desc_t *desc;
     ucs_status_ptr_t ret;
     ucs_status_t status;
@@ -554,27 +552,10 @@ ucs_status_ptr_t ucp_am_recv_data_nbx(ucp_worker_h worker, void *data_desc,
         return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
     }
     req->flags |= UCP_REQ_FLAG_IN_CALL | UCP_REQ_FLAG_RECV | UCP_REQ_FLAG_RECV_LENGTH;
-    if ((attr & UCP_OP_ATTR_FIELD_CALLBACK) && (param->cb.recv_am != NULL)) {
-        req->cb.recv_am = param->cb.recv_am;
-        req->flags     |= UCP_REQ_FLAG_CB_RECV_AM;
-    }
-    if (attr & UCP_OP_ATTR_FIELD_USER_DATA) {
-        req->user_data = param->user_data;
-    }
-    status = ucp_dt_state_init(&req->dt, buffer, count,
-                               (attr & UCP_OP_ATTR_FIELD_DATATYPE) ?
-                               param->datatype : ucp_dt_make_contig(1), 1);
+    ucp_request_set_callback(req, param, UCP_REQ_CB_AM_RECV);
+    status = ucp_request_recv_buffer(req, buffer, count, param);
     if (status != UCS_OK) {
         goto err_req;
-    }
-    mem_type      = ucp_memtype_of_dt(worker, &req->dt, param);
-    req->mem_type = mem_type;
-    if (mem_type != UCS_MEMORY_TYPE_HOST) {
-        status = ucp_memtype_stage_recv(req, mem_type);
-        if (status != UCS_OK) {
-            ucp_dt_state_finish(&req->dt);
-            goto err_req;
-        }
     }
 
     if (desc->flags & UCP_AM_DESC_RNDV) {

@@ -432,9 +432,22 @@ void ucp_request_put(ucp_request_t *req);
 /** Complete an operation once: callback (unless the starting call still
  *  runs, the user freed it, or the worker is being destroyed). */
 void ucp_request_complete(ucp_request_t *req, ucs_status_t status);
-/** Take the completion callback and user data from @a param. */
+/** Which member of param->cb an operation takes. */
+enum {
+    UCP_REQ_CB_SEND        = 0,
+    UCP_REQ_CB_TAG_RECV    = 1,
+    UCP_REQ_CB_STREAM_RECV = 2,
+    UCP_REQ_CB_AM_RECV     = 3
+};
+/** Take the completion callback (member UCP_REQ_CB_* @a recv of the union)
+ *  and user data from @a param. */
 void ucp_request_set_callback(ucp_request_t *req,
                               const ucp_request_param_t *param, int recv);
+/** A receive's buffer: datatype state, memory type, and for device memory
+ *  a host bounce buffer (ucp_memtype_stage_recv()). On error nothing is
+ *  left to undo. */
+ucs_status_t ucp_request_recv_buffer(ucp_request_t *req, void *buffer, size_t count,
+                                     const ucp_request_param_t *param);
 /** End of a starting call: NULL/error for an immediate completion (unless
  *  NO_IMM_CMPL), else the request pointer the application sees. */
 ucs_status_ptr_t ucp_request_finish_call(ucp_request_t *req,

@@ -82,13 +82,21 @@ void ucp_request_set_callback(ucp_request_t *req,
         return;
     }
     if (param->op_attr_mask & UCP_OP_ATTR_FIELD_CALLBACK) {
-        if (recv) {
-            req->cb.recv_nbx = param->cb.recv;
-            req->flags      |= (param->cb.recv != NULL) ? UCP_REQ_FLAG_CB_RECV_NBX : 0;
-        } else {
-            req->cb.send_nbx = param->cb.send;
-            req->flags      |= (param->cb.send != NULL) ? UCP_REQ_FLAG_CB_SEND_NBX : 0;
+        /* Every member of the union is a function pointer: one test for
+         * NULL serves them all. */
+        static const uint32_t flag[] = {
+            [UCP_REQ_CB_SEND]        = UCP_REQ_FLAG_CB_SEND_NBX,
+            [UCP_REQ_CB_TAG_RECV]    = UCP_REQ_FLAG_CB_RECV_NBX,
+            [UCP_REQ_CB_STREAM_RECV] = UCP_REQ_FLAG_CB_RECV_STREAM,
+            [UCP_REQ_CB_AM_RECV]     = UCP_REQ_FLAG_CB_RECV_AM
+        };
+        switch (recv) {
+        case UCP_REQ_CB_SEND:        req->cb.send_nbx    = param->cb.send; break;
+        case UCP_REQ_CB_TAG_RECV:    req->cb.recv_nbx    = param->cb.recv; break;
+        case UCP_REQ_CB_STREAM_RECV: req->cb.recv_stream = param->cb.recv_stream; break;
+        default:                     req->cb.recv_am     = param->cb.recv_am; break;
         }
+        req->flags |= (param->cb.send != NULL) ? flag[recv] : 0;
     }
     if (param->op_attr_mask & UCP_OP_ATTR_FIELD_USER_DATA) {
         req->user_data = param->user_data;
@@ -165,6 +173,30 @@ void ucp_request_complete(ucp_request_t *req, ucs_status_t status)
     } else {
         ucp_request_put(req);
     }
+}
+
+ucs_status_t ucp_request_recv_buffer(ucp_request_t *req, void *buffer, size_t count,
+                                     const ucp_request_param_t *param)
+{
+    uint32_t attr = (param != NULL) ? param->op_attr_mask : 0;
+    ucs_status_t status;
+
+    status = ucp_dt_state_init(&req->dt, buffer, count,
+                               (attr & UCP_OP_ATTR_FIELD_DATATYPE) ?
+                               param->datatype : ucp_dt_make_contig(1), 1);
+    if (status != UCS_OK) {
+        return status;
+    }
+    req->mem_type = ucp_memtype_of_dt(req->worker, &req->dt, param);
+    if (req->mem_type != UCS_MEMORY_TYPE_HOST) {
+        /* Device memory: receive into a host bounce buffer, copied to the
+         * device (synchronously) when the request completes. */
+        status = ucp_memtype_stage_recv(req, req->mem_type);
+        if (status != UCS_OK) {
+            ucp_dt_state_finish(&req->dt);
+        }
+    }
+    return status;
 }
 
 ucs_status_ptr_t ucp_request_finish_call(ucp_request_t *req,

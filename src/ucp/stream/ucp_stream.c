@@ -208,7 +208,6 @@ static ucs_status_ptr_t ucp_stream_recv_common(ucp_ep_h ep, void *buffer,
 {
     ucp_worker_h worker = ep->worker;
     uint32_t attr       = (param != NULL) ? param->op_attr_mask : 0;
-    ucs_memory_type_t mem_type;
     ucs_status_ptr_t ret;
     ucs_status_t status;
     ucp_request_t *req;
@@ -227,29 +226,13 @@ static ucs_status_ptr_t ucp_stream_recv_common(ucp_ep_h ep, void *buffer,
     if (old_cb != NULL) {
         req->cb.stream_old = old_cb;
         req->flags        |= UCP_REQ_FLAG_CB_STREAM_OLD;
-    } else if ((attr & UCP_OP_ATTR_FIELD_CALLBACK) && (param->cb.recv_stream != NULL)) {
-        req->cb.recv_stream = param->cb.recv_stream;
-        req->flags         |= UCP_REQ_FLAG_CB_RECV_STREAM;
-    }
-    if (attr & UCP_OP_ATTR_FIELD_USER_DATA) {
-        req->user_data = param->user_data;
+    } else {
+        ucp_request_set_callback(req, param, UCP_REQ_CB_STREAM_RECV);
     }
     req->u.recv.stream_flags = (attr & UCP_OP_ATTR_FIELD_FLAGS) ? param->flags : 0;
-    status = ucp_dt_state_init(&req->dt, buffer, count,
-                               (attr & UCP_OP_ATTR_FIELD_DATATYPE) ?
-                               param->datatype : ucp_dt_make_contig(1), 1);
+    status = ucp_request_recv_buffer(req, buffer, count, param);
     if (status != UCS_OK) {
         goto err_req;
-    }
-    mem_type      = ucp_memtype_of_dt(worker, &req->dt, param);
-    req->mem_type = mem_type;
-    if (mem_type != UCS_MEMORY_TYPE_HOST) {
-        /* The bytes land in host memory, copied to the device at the end. */
-        status = ucp_memtype_stage_recv(req, mem_type);
-        if (status != UCS_OK) {
-            ucp_dt_state_finish(&req->dt);
-            goto err_req;
-        }
     }
     if (req->dt.length == 0) {
         ucp_stream_recv_complete(req);

@@ -553,9 +553,7 @@ static ucs_status_ptr_t ucp_tag_recv_common(ucp_worker_h worker, void *buffer,
                                             const ucp_request_param_t *param,
                                             ucp_tag_recv_callback_t old_cb)
 {
-    uint32_t attr = (param != NULL) ? param->op_attr_mask : 0;
     struct ucp_recv_desc *rdesc = message;
-    ucs_memory_type_t mem_type;
     ucs_status_ptr_t ret;
     ucs_status_t status;
     ucp_request_t *req;
@@ -572,22 +570,9 @@ static ucs_status_ptr_t ucp_tag_recv_common(ucp_worker_h worker, void *buffer,
         req->cb.recv = old_cb;
         req->flags  |= UCP_REQ_FLAG_CB_RECV;
     }
-    status = ucp_dt_state_init(&req->dt, buffer, count,
-                               (attr & UCP_OP_ATTR_FIELD_DATATYPE) ?
-                               param->datatype : ucp_dt_make_contig(1), 1);
+    status = ucp_request_recv_buffer(req, buffer, count, param);
     if (status != UCS_OK) {
         goto err_req;
-    }
-    mem_type      = ucp_memtype_of_dt(worker, &req->dt, param);
-    req->mem_type = mem_type;
-    if (mem_type != UCS_MEMORY_TYPE_HOST) {
-        /* Device memory: receive into a host bounce buffer, copied to the
-         * device (synchronously) when the request completes. */
-        status = ucp_memtype_stage_recv(req, mem_type);
-        if (status != UCS_OK) {
-            ucp_dt_state_finish(&req->dt);
-            goto err_req;
-        }
     }
     req->u.recv.tag      = tag;
     req->u.recv.tag_mask = tag_mask;
