@@ -813,22 +813,6 @@ enum ucp_ep_attr_field {
     UCP_EP_ATTR_FIELD_USER_DATA       = UCS_BIT(4)  /**< user_data */
 };
 
-/** One lane of an endpoint, as ucp_ep_query() reports it. */
-typedef struct ucp_transport_entry {
-    const char *transport_name; /**< the transport (UCX_TLS name) */
-    const char *device_name;    /**< its device */
-} ucp_transport_entry_t;
-
-/** Caller-provided room for an endpoint's lanes (ucp_ep_attr_t). */
-typedef struct ucp_transports {
-    /** Array of @a num_entries elements of @a entry_size bytes each. */
-    ucp_transport_entry_t *entries;
-    /** In: elements in @a entries; out: elements written. */
-    unsigned              num_entries;
-    /** sizeof(ucp_transport_entry_t) of the caller's build. */
-    size_t                entry_size;
-} ucp_transports_t;
-
 /** Attributes of an endpoint, filled by ucp_ep_query(). */
 typedef struct ucp_ep_attr {
     /** In: bits of enum ucp_ep_attr_field to fill. */

@@ -72,6 +72,22 @@ typedef struct ucp_conn_request *ucp_conn_request_h;
 /** A listener: accepts clients on a socket address (ucp_listener_create()). */
 typedef struct ucp_listener *ucp_listener_h;
 
+/** One lane of an endpoint, as ucp_ep_query() reports it. */
+typedef struct {
+    const char *transport_name; /**< the transport (UCX_TLS name) */
+    const char *device_name;    /**< its device */
+} ucp_transport_entry_t;
+
+/** Caller-provided room for an endpoint's lanes (ucp_ep_attr_t). */
+typedef struct {
+    /** Array of @a num_entries elements of @a entry_size bytes each. */
+    ucp_transport_entry_t *entries;
+    /** In: elements in @a entries; out: elements written. */
+    unsigned              num_entries;
+    /** sizeof(ucp_transport_entry_t) of the caller's build. */
+    size_t                entry_size;
+} ucp_transports_t;
+
 /** What an active-message handler learns besides the data (ucp.h). */
 typedef struct ucp_am_recv_param ucp_am_recv_param_t;
 
