@@ -4,7 +4,8 @@
 # self (one process) and, where this build has them, posix shared memory
 # and tcp on the loopback device (two processes); so do the UCP tests
 # tag_lat, tag_sync_lat and tag_bw (validated) with UCX_TLS=posix / tcp /
-# self; --csv has the right
+# self, and ucp_am_lat/_bw, stream_lat/_bw (validated, default transports
+# too, host and modelled GPU memory); --csv has the right
 # number of columns; --json parses; a client/server pair over loopback TCP
 # works, and a refused connection, a mismatched test and a missing client
 # fail with a message that names the cause; after the table come upstream
@@ -153,6 +154,30 @@ for tls in posix tcp; do
     UCX_TLS=$tls run_local "ucp $tls tag_lat 64K validated" -L -t tag_lat -s 64K -V \
         -n 200 -w 10
 done
+# UCP active messages and stream, two processes, validated, with the
+# default transports and per transport: eager, fragmented and (AM)
+# rendezvous sizes; AM with a user header.
+saved_tls=${UCX_TLS-unset}
+for tls in default posix tcp; do
+    if [ $tls = default ]; then unset UCX_TLS; else export UCX_TLS=$tls; fi
+    for t in ucp_am_lat ucp_am_bw stream_lat stream_bw; do
+        ROWS=3 run_local "ucp $tls $t sweep validated" -L -t $t --sizes 8,100K,1M -V \
+            -n 50 -w 5
+    done
+    run_local "ucp $tls ucp_am_bw -H 100 validated" -L -t ucp_am_bw -s 64K -H 100 -V \
+        "${quick[@]}"
+done
+if [ "$saved_tls" = unset ]; then unset UCX_TLS; else export UCX_TLS=$saved_tls; fi
+UCX_TLS=posix run_local "ucp posix tag_sync_bw validated" -L -t tag_sync_bw -s 1K -V \
+    "${quick[@]}"
+# A header over the worker's limit is refused by name.
+if "$perf" -L -t ucp_am_lat -H 65536 -n 5 >"$tmp/out" 2>"$tmp/err"; then
+    fail "ucp_am_lat -H 65536 ran"
+elif grep -q 'headers of at most' "$tmp/err" "$tmp/out"; then
+    pass "ucp_am_lat -H 65536 refused: $(grep -h 'headers of at most' "$tmp/err" "$tmp/out" | head -1)"
+else
+    fail "ucp_am_lat -H 65536: unclear message"; cat "$tmp/err" "$tmp/out"
+fi
 # UCX_TLS=self reaches only its own process: -L runs both sides here.
 UCX_TLS=self run_local "ucp self tag_bw (one process)" -L -t tag_bw -s 1K -V "${quick[@]}"
 if "$perf" -L -t tag_lat -m cuda "${quick[@]}" >"$tmp/out" 2>"$tmp/err"; then
@@ -358,6 +383,15 @@ else
                 "$tmp/csv"; then
             fail "cudasim $k: no raw-copy reference in the CSV"; cat "$tmp/csv"
         fi
+    done
+    # Active messages and stream of GPU memory: eager into the handler,
+    # rendezvous AM fetched into GPU memory by ucp_am_recv_data_nbx.
+    for k in cuda cuda-async cuda-vmm-noipc; do
+        for t in ucp_am_bw stream_bw; do
+            UCX_RNDV_SAME_GPU_ONE_COPIER=n \
+            LD_LIBRARY_PATH=$cudasim ROWS=2 run_local "cudasim $k $t validated" -L \
+                -t $t -m $k --sizes 8,1M -V -n 10 -w 1
+        done
     done
     for pair in cuda,cuda-async cuda-async,cuda-vmm cuda-pool,cuda-pool-noipc \
                 cuda-vmm-chunked,cuda; do

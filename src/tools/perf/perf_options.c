@@ -50,7 +50,7 @@ static const struct option perf_long_options[] = {
  * they are refused by name rather than as unknown, so that a user running
  * an upstream command line learns which part is missing.
  */
-static const char perf_upstream_only[] = "iBbNAHTMCUrEez";
+static const char perf_upstream_only[] = "iBbNATMCUrEez";
 
 void perf_options_usage(FILE *stream)
 {
@@ -122,6 +122,10 @@ void perf_options_usage(FILE *stream)
 "                        bcopy    - copy-out\n"
 "                        zcopy    - zero-copy\n"
 "     -W <count>     flow control window size, for active messages (%d; 0: off)\n"
+"\n"
+"  UCP active messages only (ucp_am_lat, ucp_am_bw):\n"
+"     -H <size>      user header bytes of every message, besides its size (0);\n"
+"                    at most what the worker reports (ucx_info -w)\n"
 "\n"
 "  Sizes: a message of an active-message test carries an 8-byte header\n"
 "  (the sequence number), included in its size, so it must be at least 8.\n"
@@ -544,6 +548,12 @@ perf_parse_result_t perf_options_parse(int argc, char **argv, perf_options_t *op
         case 'W':
             if (perf_parse_unsigned(optarg, 1u << 20, &opts->params.window) < 0) {
                 perf_print_error("-W: '%s' is not a window size", optarg);
+                goto err;
+            }
+            break;
+        case 'H':
+            if (perf_parse_unsigned(optarg, 1u << 16, &opts->params.am_header) < 0) {
+                perf_print_error("-H: '%s' is not a header size (0..65536 bytes)", optarg);
                 goto err;
             }
             break;

@@ -9,9 +9,9 @@
 /*
  * Every test ucx_perftest knows. Names follow upstream ucx_perftest where a
  * test exists there (am_lat, am_bw, put_bw, get / get_bw, tag_lat, ...), so
- * that scripts written for it run unchanged. The UCP tag tests run
- * over libucp (perf_ucp.c); ucp_put_bw / ucp_get_bw are listed so that -h
- * shows them, and their driver reports that UCP RMA is not in this build.
+ * that scripts written for it run unchanged. The UCP tests run over libucp:
+ * tag, active-message and stream tests in perf_ucp.c and perf_ucp_am.c,
+ * one-sided ones in perf_ucp_rma.c.
  */
 static const perf_test_desc_t perf_tests[] = {
     {"am_lat", NULL, "UCT active message latency",
@@ -29,6 +29,16 @@ static const perf_test_desc_t perf_tests[] = {
      PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_TAG, 0},
     {"tag_sync_lat", NULL, "UCP tag sync match latency",
      PERF_API_UCP, PERF_PATTERN_PINGPONG, PERF_OP_TAG_SYNC, 0},
+    {"tag_sync_bw", NULL, "UCP tag sync match bandwidth",
+     PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_TAG_SYNC, 0},
+    {"ucp_am_lat", NULL, "UCP active message latency",
+     PERF_API_UCP, PERF_PATTERN_PINGPONG, PERF_OP_AM, 0},
+    {"ucp_am_bw", NULL, "UCP active message bandwidth / message rate",
+     PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_AM, 0},
+    {"stream_lat", NULL, "UCP stream latency",
+     PERF_API_UCP, PERF_PATTERN_PINGPONG, PERF_OP_STREAM, 0},
+    {"stream_bw", NULL, "UCP stream bandwidth",
+     PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_STREAM, 0},
     {"ucp_put_bw", NULL, "UCP put bandwidth",
      PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_PUT, PERF_TEST_FLAG_ONE_SIDED},
     {"ucp_get_bw", "ucp_get", "UCP get bandwidth",
@@ -66,6 +76,7 @@ const char *perf_op_name(perf_op_t op)
     case PERF_OP_GET:      return "get";
     case PERF_OP_TAG:      return "tag";
     case PERF_OP_TAG_SYNC: return "tag_sync";
+    case PERF_OP_STREAM:   return "stream";
     }
     return "?";
 }

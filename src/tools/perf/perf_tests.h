@@ -30,7 +30,8 @@ typedef enum {
     PERF_OP_PUT,      /**< one-sided write into the responder's buffer */
     PERF_OP_GET,      /**< one-sided read from the responder's buffer */
     PERF_OP_TAG,      /**< tag-matched send/receive (ucp) */
-    PERF_OP_TAG_SYNC  /**< synchronous tag send (ucp) */
+    PERF_OP_TAG_SYNC, /**< synchronous tag send (ucp) */
+    PERF_OP_STREAM    /**< ordered bytes of the stream API (ucp) */
 } perf_op_t;
 
 /** Flags of perf_test_desc_t::flags. */

@@ -15,7 +15,8 @@
 #include <string.h>
 
 /*
- * The UCP driver: tag_lat, tag_bw, tag_sync_lat over any memory kind.
+ * The UCP driver: tag_lat, tag_bw, tag_sync_lat, tag_sync_bw over any
+ * memory kind; the same loops run ucp_am_* and stream_* (perf_ucp_am.c).
  *
  * Each side has one ucp context, one worker (two workers of one context
  * when both sides live in this process), a send buffer holding the test
@@ -87,12 +88,11 @@ static void perf_ucp_send_cb(void *request, ucs_status_t status, void *user_data
     ucp_request_free(request);
 }
 
-/* A data receive has completed (inside the call or from progress). */
-static void perf_ucp_rx_done(perf_ucp_side_t *side, ucs_status_t status,
-                             const ucp_tag_recv_info_t *info)
+void perf_ucp_rx_complete(perf_ucp_side_t *side, ucs_status_t status, size_t length,
+                          const void *host_data)
 {
     size_t msg_size = side->ctx->params->msg_size;
-    size_t bad_offset;
+    size_t bad_offset, nbad;
 
     ++side->rx_count;
     if (status != UCS_OK) {
@@ -102,17 +102,34 @@ static void perf_ucp_rx_done(perf_ucp_side_t *side, ucs_status_t status,
     if (!side->ctx->validate) {
         return;
     }
-    if ((info->length != msg_size) || (info->sender_tag != PERF_UCP_TAG_DATA)) {
-        perf_ucp_record_bad(side, "message %llu: %zu bytes with tag 0x%llx, expected "
-                            "%zu bytes with tag 0x%llx",
-                            (unsigned long long)side->rx_count, info->length,
-                            (unsigned long long)info->sender_tag, msg_size,
-                            (unsigned long long)PERF_UCP_TAG_DATA);
-    } else if (perf_mem_check(&side->rbuf, 0, msg_size, PERF_UCP_SEED_DATA,
-                              &bad_offset) > 0) {
+    if (length != msg_size) {
+        perf_ucp_record_bad(side, "message %llu: %zu bytes, expected %zu",
+                            (unsigned long long)side->rx_count, length, msg_size);
+        return;
+    }
+    nbad = (host_data != NULL) ?
+           perf_mem_check_host(host_data, 0, msg_size, PERF_UCP_SEED_DATA, &bad_offset) :
+           perf_mem_check(&side->rbuf, 0, msg_size, PERF_UCP_SEED_DATA, &bad_offset);
+    if (nbad > 0) {
         perf_ucp_record_bad(side, "message %llu: wrong data at byte %zu",
                             (unsigned long long)side->rx_count, bad_offset);
     }
+}
+
+/* A tag data receive has completed (inside the call or from progress). */
+static void perf_ucp_rx_done(perf_ucp_side_t *side, ucs_status_t status,
+                             const ucp_tag_recv_info_t *info)
+{
+    if ((status == UCS_OK) && side->ctx->validate &&
+        (info->sender_tag != PERF_UCP_TAG_DATA)) {
+        ++side->rx_count;
+        perf_ucp_record_bad(side, "message %llu: tag 0x%llx, expected 0x%llx",
+                            (unsigned long long)side->rx_count,
+                            (unsigned long long)info->sender_tag,
+                            (unsigned long long)PERF_UCP_TAG_DATA);
+        return;
+    }
+    perf_ucp_rx_complete(side, status, info->length, NULL);
 }
 
 static void perf_ucp_recv_cb(void *request, ucs_status_t status,
@@ -175,14 +192,24 @@ ucs_status_t perf_ucp_send(perf_ucp_side_t *side, const void *buffer, size_t len
     return UCS_OK;
 }
 
-static inline ucs_status_t perf_ucp_send_data(perf_ucp_side_t *side)
+static ucs_status_t perf_ucp_tag_send_data(perf_ucp_side_t *side)
 {
     return perf_ucp_send(side, side->sbuf.ptr, side->ctx->params->msg_size,
                          PERF_UCP_TAG_DATA, side->ctx->sync);
 }
 
-/* Post one data receive into the receive buffer. */
+static inline ucs_status_t perf_ucp_send_data(perf_ucp_side_t *side)
+{
+    return side->ctx->ops->send(side);
+}
+
 static inline ucs_status_t perf_ucp_post_recv(perf_ucp_side_t *side)
+{
+    return side->ctx->ops->post_recv(side);
+}
+
+/* Post one tag data receive into the receive buffer. */
+static ucs_status_t perf_ucp_tag_post_recv(perf_ucp_side_t *side)
 {
     size_t msg_size = side->ctx->params->msg_size;
     ucp_request_param_t param;
@@ -213,6 +240,21 @@ static inline ucs_status_t perf_ucp_post_recv(perf_ucp_side_t *side)
     }
     return UCS_OK;
 }
+
+static ucs_status_t perf_ucp_tag_init(perf_ucp_side_t *side)
+{
+    (void)side;
+    return UCS_OK;
+}
+
+const perf_ucp_data_ops_t perf_ucp_tag_ops = {
+    .features  = 0,
+    .init      = perf_ucp_tag_init,
+    .cleanup   = NULL,
+    .send      = perf_ucp_tag_send_data,
+    .post_recv = perf_ucp_tag_post_recv,
+    .poll      = NULL
+};
 
 /* Initiator (tag_bw): post one ack receive. */
 ucs_status_t perf_ucp_post_ack(perf_ucp_side_t *side)
@@ -356,6 +398,9 @@ void perf_ucp_progress(perf_ucp_ctx_t *ctx)
     for (i = 0; i < PERF_SIDE_LAST; ++i) {
         if (ctx->sides[i].worker != NULL) {
             ucp_worker_progress(ctx->sides[i].worker);
+            if (ctx->ops->poll != NULL) {
+                ctx->ops->poll(&ctx->sides[i]);
+            }
         }
     }
     if (ctx->resp_step != NULL) {
@@ -409,6 +454,9 @@ static ucs_status_t perf_ucp_run_responder(perf_ucp_ctx_t *ctx)
     step(side);
     while ((side->replies < replies) || (side->tx_completed < side->tx_posted)) {
         ucp_worker_progress(side->worker);
+        if (ctx->ops->poll != NULL) {
+            ctx->ops->poll(side);
+        }
         step(side);
         if (ucs_unlikely(++spins == PERF_UCP_CHECK_SPINS)) {
             spins  = 0;
@@ -589,8 +637,9 @@ static ucs_status_t perf_ucp_setup_side(perf_ucp_ctx_t *ctx, perf_ucp_side_t *si
     }
     if (status != UCS_OK) {
         perf_run_set_error(ctx->run, "cannot fill the %s buffers", kind->name);
+        return status;
     }
-    return status;
+    return ctx->ops->init(side);
 }
 
 static ucs_status_t perf_ucp_setup(perf_ucp_ctx_t *ctx)
@@ -613,7 +662,7 @@ static ucs_status_t perf_ucp_setup(perf_ucp_ctx_t *ctx)
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = perf_ucp_rma_features(ctx);
+    params.features   = perf_ucp_rma_features(ctx) | ctx->ops->features;
     status = ucp_init(&params, config, &ctx->context);
     ucp_config_release(config);
     if (status != UCS_OK) {
@@ -744,6 +793,9 @@ static void perf_ucp_cleanup(perf_ucp_ctx_t *ctx, int force)
     }
     for (i = 0; i < PERF_SIDE_LAST; ++i) {
         side = &ctx->sides[i];
+        if ((ctx->ops->cleanup != NULL) && (side->worker != NULL)) {
+            ctx->ops->cleanup(side);
+        }
         if (side->address != NULL) {
             ucp_worker_release_address(side->worker, side->address);
         }
@@ -771,6 +823,9 @@ static ucs_status_t perf_ucp_run(perf_run_t *run)
     ctx.loopback = (run->role == PERF_ROLE_BOTH);
     ctx.validate = !!(run->params->flags & PERF_FLAG_VALIDATE);
     ctx.sync     = (run->test->op == PERF_OP_TAG_SYNC);
+    ctx.ops      = (run->test->op == PERF_OP_AM) ? &perf_ucp_am_ops :
+                   (run->test->op == PERF_OP_STREAM) ? &perf_ucp_stream_ops :
+                                                       &perf_ucp_tag_ops;
     for (i = 0; i < PERF_SIDE_LAST; ++i) {
         ctx.sides[i].ctx   = &ctx;
         ctx.sides[i].index = i;

@@ -1,9 +1,9 @@
 /**
  * @file perf_ucp.h
  * The UCP driver's state, shared by its files: perf_ucp.c (setup, wire-up,
- * the tag tests, waiting) and perf_ucp_rma.c (ucp_put_bw, ucp_get_bw), and
- * perf_ucp_proto.c (which protocol carried the data). Internal to
- * ucx_perftest.
+ * the tag tests, waiting), perf_ucp_am.c (the active-message and stream
+ * tests), perf_ucp_rma.c (ucp_put_bw, ucp_get_bw), and perf_ucp_proto.c
+ * (which protocol carried the data). Internal to ucx_perftest.
  */
 #ifndef PERF_UCP_H_
 #define PERF_UCP_H_
@@ -23,11 +23,31 @@
 #define PERF_UCP_TX_WINDOW  128   /**< tag_bw: unfinished sends at most */
 #define PERF_UCP_CHECK_SPINS 4096 /**< progress calls between two checks */
 #define PERF_UCP_CLOSE_TIMEOUT 2.0 /**< seconds an endpoint close may take */
+#define PERF_UCP_AM_ID      0x7066   /**< ucp_am tests: the messages' id */
+#define PERF_UCP_AM_QUEUE   256      /**< -V: rendezvous messages waiting (> TX window) */
 
 typedef struct perf_ucp_ctx perf_ucp_ctx_t;
+typedef struct perf_ucp_side perf_ucp_side_t;
+
+/**
+ * How a two-sided test moves its data messages (acks and the end of a run
+ * are always tag messages): tag, active messages or stream.
+ */
+typedef struct perf_ucp_data_ops {
+    uint64_t     features;                         /**< UCP_FEATURE_* beyond TAG */
+    /** After the worker exists: install handlers, allocate headers. */
+    ucs_status_t (*init)(perf_ucp_side_t *side);
+    void         (*cleanup)(perf_ucp_side_t *side); /**< undo init; may be NULL */
+    /** Send one data message from the send buffer. */
+    ucs_status_t (*send)(perf_ucp_side_t *side);
+    /** Make room for one data message in the receive buffer. */
+    ucs_status_t (*post_recv)(perf_ucp_side_t *side);
+    /** Work deferred out of callbacks; NULL when there is none. */
+    void         (*poll)(perf_ucp_side_t *side);
+} perf_ucp_data_ops_t;
 
 /** One end of the test. */
-typedef struct perf_ucp_side {
+struct perf_ucp_side {
     perf_ucp_ctx_t *ctx;
     int            index;        /**< PERF_SIDE_SEND (initiator) or PERF_SIDE_RECV */
     ucp_worker_h   worker;
@@ -56,10 +76,17 @@ typedef struct perf_ucp_side {
     ucp_rkey_h     rkey;         /**< initiator: the responder's buffer */
     uint64_t       remote_addr;
 
+    /* Active-message tests (perf_ucp_am.c). */
+    void           *am_header;   /**< -H bytes of the test pattern */
+    void           *am_queue[PERF_UCP_AM_QUEUE]; /**< -V: rendezvous not fetched yet */
+    size_t         am_queue_len[PERF_UCP_AM_QUEUE];
+    unsigned       am_head, am_tail;
+    int            am_fetching;  /**< -V: a fetch into rbuf is in flight */
+
     /* Validation (-V). */
     uint64_t       bad;
     char           bad_what[160];
-} perf_ucp_side_t;
+};
 
 typedef void (*perf_ucp_step_func_t)(perf_ucp_side_t *side);
 
@@ -69,7 +96,8 @@ struct perf_ucp_ctx {
     ucp_context_h        context;
     int                  loopback;
     int                  validate;
-    int                  sync;        /**< tag_sync_lat */
+    int                  sync;        /**< tag_sync_lat, tag_sync_bw */
+    const perf_ucp_data_ops_t *ops;   /**< how data messages move */
     uint64_t             total;       /**< warm-up + measured iterations */
     unsigned             rx_window;   /**< tag_bw responder: receives kept posted */
     perf_ucp_side_t      sides[PERF_SIDE_LAST];
@@ -103,6 +131,19 @@ void perf_ucp_set_async(perf_ucp_side_t *side, ucs_status_t status);
 /** Start a tag send of @a length bytes (counted in the side's tx counters). */
 ucs_status_t perf_ucp_send(perf_ucp_side_t *side, const void *buffer, size_t length,
                            ucp_tag_t tag, int sync);
+
+/**
+ * A data message of @a length bytes has arrived (or failed with @a status):
+ * count it and, with -V, check its length and its bytes, which are in host
+ * memory @a host_data or, when that is NULL, in the side's receive buffer.
+ */
+void perf_ucp_rx_complete(perf_ucp_side_t *side, ucs_status_t status, size_t length,
+                          const void *host_data);
+
+/** Tag messages (perf_ucp.c), active messages and stream (perf_ucp_am.c). */
+extern const perf_ucp_data_ops_t perf_ucp_tag_ops;
+extern const perf_ucp_data_ops_t perf_ucp_am_ops;
+extern const perf_ucp_data_ops_t perf_ucp_stream_ops;
 
 /** Post the receive of one ack (counted in side->acks). */
 ucs_status_t perf_ucp_post_ack(perf_ucp_side_t *side);

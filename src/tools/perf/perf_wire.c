@@ -204,6 +204,7 @@ void perf_params_pack(const perf_params_t *params, perf_wire_out_t *out)
     perf_wire_put_double(out, params->timeout);
     perf_wire_put_u32(out, params->device[PERF_SIDE_SEND]);
     perf_wire_put_u32(out, params->device[PERF_SIDE_RECV]);
+    perf_wire_put_u32(out, params->am_header);
 }
 
 ucs_status_t perf_params_unpack(const void *data, size_t length, perf_params_t *params,
@@ -241,6 +242,7 @@ ucs_status_t perf_params_unpack(const void *data, size_t length, perf_params_t *
     params->timeout     = perf_wire_get_double(&in);
     params->device[PERF_SIDE_SEND] = perf_wire_get_u32(&in);
     params->device[PERF_SIDE_RECV] = perf_wire_get_u32(&in);
+    params->am_header              = perf_wire_get_u32(&in);
 
     if (in.failed || (in.offset != in.length) || (params->layout >= PERF_LAYOUT_LAST) ||
         (sum != params->msg_size) || (params->iters == 0) || !(params->percentile > 0.0) ||

@@ -82,6 +82,7 @@ typedef struct perf_params {
     uint64_t      warmup;                   /**< untimed iterations before them (-w) */
     unsigned      window;                   /**< am_bw flow-control window (-W), 0 = none */
     unsigned      outstanding;              /**< max unfinished zcopy sends (-O), 0 = no limit */
+    unsigned      am_header;                /**< ucp_am tests: user header bytes (-H) */
     unsigned      flags;                    /**< PERF_FLAG_* */
     double        percentile;               /**< rank of the "typical" latency (-R) */
     double        timeout;                  /**< seconds a single wait may last */
