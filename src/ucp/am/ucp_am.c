@@ -97,20 +97,25 @@ static void ucp_am_desc_free(ucp_am_desc_t *desc)
 }
 
 /* The sender of a rendezvous message nobody receives: complete its send. */
-static void ucp_am_rndv_release(ucp_worker_h worker, const ucp_am_desc_t *desc)
+void ucp_am_rndv_drop(ucp_worker_h worker, const void *rts_data)
 {
     ucp_rndv_rts_t rts;
     ucp_rndv_ats_t ats;
 
-    memcpy(&rts, ucp_am_desc_data((ucp_am_desc_t*)desc), sizeof(rts));
+    memcpy(&rts, rts_data, sizeof(rts));
     memset(&ats, 0, sizeof(ats));
     ats.sreq_id = rts.sreq_id;
     ats.proto   = UCP_PROTO_STAT_LAST;
     ats.status  = UCS_OK;
     if (ucp_rndv_ctrl_send(worker, rts.uuid, UCP_AM_ID_RNDV_ATS, &ats,
                            sizeof(ats), NULL, 0) != UCS_OK) {
-        ucs_debug("ucp: cannot release the sender of a dropped active message");
+        ucs_debug("ucp: cannot release the sender of a dropped rendezvous message");
     }
+}
+
+static void ucp_am_rndv_release(ucp_worker_h worker, const ucp_am_desc_t *desc)
+{
+    ucp_am_rndv_drop(worker, ucp_am_desc_data((ucp_am_desc_t*)desc));
 }
 
 /* ---- handler table -------------------------------------------------------- */
@@ -481,6 +486,31 @@ void ucp_am_rdesc_fragment(ucp_worker_h worker, struct ucp_recv_desc *rdesc,
     free(rdesc);
 }
 
+/* Stream bytes by rendezvous: [RTS][key][dest ep], no user header. */
+static void ucp_am_stream_rts(ucp_worker_h worker, const ucp_rndv_rts_t *rts,
+                              const void *data, size_t length)
+{
+    uint64_t dest_ep;
+    ucp_ep_h ep;
+
+    if (sizeof(*rts) + (size_t)rts->key_len + sizeof(dest_ep) != length) {
+        ucs_error("ucp: stream RTS of %zu bytes with a %u-byte key dropped",
+                  length, rts->key_len);
+        return;
+    }
+    memcpy(&dest_ep, (const char*)data + sizeof(*rts) + rts->key_len,
+           sizeof(dest_ep));
+    ep = ucp_worker_ep_of_msg(worker, rts->uuid, dest_ep);
+    if (ep == NULL) {
+        ucs_error("ucp: %llu stream bytes of worker 0x%llx dropped: no endpoint "
+                  "to it", (unsigned long long)rts->length,
+                  (unsigned long long)rts->uuid);
+        ucp_am_rndv_drop(worker, data);
+        return;
+    }
+    ucp_stream_deliver_rts(ep, data, length - sizeof(dest_ep));
+}
+
 /* [RTS][key][dest ep][user header] */
 static ucs_status_t ucp_am_am_rts(void *arg, void *data, size_t length,
                                   unsigned flags)
@@ -497,6 +527,10 @@ static ucs_status_t ucp_am_am_rts(void *arg, void *data, size_t length,
         return UCS_OK;
     }
     memcpy(&rts, data, sizeof(rts));
+    if (rts.tag & UCP_AM_WORD_STREAM) {
+        ucp_am_stream_rts(worker, &rts, data, length);
+        return UCS_OK;
+    }
     hdr_len = UCP_AM_WORD_HDR_LEN(rts.tag);
     fixed   = sizeof(rts) + (size_t)rts.key_len + sizeof(dest_ep);
     if ((fixed > length) || (hdr_len != length - fixed)) {

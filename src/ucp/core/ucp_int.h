@@ -187,6 +187,10 @@ struct ucp_request {
             ucp_tag_t           tag_mask;
             ucp_tag_recv_info_t info;
             size_t              stream_filled; /* stream: bytes placed */
+            /* stream into staged device memory: bytes [0, dev_done) are in
+             * the device buffer (rendezvous wrote there), the rest of the
+             * filled bytes in the bounce buffer */
+            size_t              stream_dev_done;
             uint32_t            stream_flags;  /* UCP_STREAM_RECV_FLAG_* */
         } recv;
         struct {
@@ -656,6 +660,11 @@ void ucp_am_worker_cleanup(ucp_worker_h worker);
 /** Stream bytes from the peer of @a ep arrived: fill posted receives, queue
  *  the rest. */
 void ucp_stream_deliver(ucp_ep_h ep, const void *data, size_t length);
+/** A rendezvous announcement (RTS and key, @a length bytes) of stream bytes
+ *  of @a ep: they are fetched, in order, when a receive takes them. */
+void ucp_stream_deliver_rts(ucp_ep_h ep, const void *rts, size_t length);
+/** Complete the sender of rendezvous @a rts whose data nobody will fetch. */
+void ucp_am_rndv_drop(ucp_worker_h worker, const void *rts);
 /** A user ep to a worker whose stream bytes went to an internal ep takes
  *  them over. */
 void ucp_stream_ep_adopt(ucp_ep_h ep);
@@ -732,6 +741,8 @@ ucs_status_t ucp_memtype_stage_recv(ucp_request_t *req,
 /** Undo a receive's staging of a contiguous buffer without copying (the
  *  rendezvous moves the data itself); 0 when nothing was undone. */
 int ucp_memtype_unstage_contig(ucp_request_t *req);
+/** The user's device buffer behind a contiguous receive bounce, or NULL. */
+void *ucp_memtype_bounce_target(const ucp_request_t *req);
 /** At completion: copy a received message to the device (synchronously),
  *  free the bounce buffer; returns the (possibly failed) status. */
 ucs_status_t ucp_memtype_unstage(ucp_request_t *req, ucs_status_t status);

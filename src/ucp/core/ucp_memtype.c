@@ -441,6 +441,17 @@ int ucp_memtype_unstage_contig(ucp_request_t *req)
     return 1;
 }
 
+void *ucp_memtype_bounce_target(const ucp_request_t *req)
+{
+    ucp_memtype_bounce_t *b = ucp_memtype_bounce_of(req);
+
+    if ((b == NULL) ||
+        ((b->datatype & UCP_DATATYPE_CLASS_MASK) != UCP_DATATYPE_CONTIG)) {
+        return NULL;
+    }
+    return b->buffer;
+}
+
 void *ucp_request_scratch_alloc(ucp_request_t *req, size_t length)
 {
     ucp_memtype_bounce_t *b = malloc(sizeof(*b) + length);

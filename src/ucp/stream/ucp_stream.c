@@ -4,25 +4,45 @@
 
 /*
  * The stream API: ordered bytes per endpoint, no message boundaries.
- * Senders use the eager path of ucp_tag_send.c (AM_SINGLE / AM_FIRST with
- * UCP_AM_WORD_STREAM); every arriving segment or fragment goes straight to
- * the endpoint (ucp_stream_deliver()): into the posted receives first, the
- * rest into a queue of chunks that later receives drain.
+ * Small sends take the eager path of ucp_tag_send.c (AM_SINGLE / AM_FIRST
+ * with UCP_AM_WORD_STREAM); large ones a rendezvous (an AM_RTS with the
+ * stream word), so that GPU memory moves by the tag path's get / put /
+ * pipeline protocols. Everything that arrives for an endpoint is a chunk in
+ * its queue, in order: bytes, or an announcement not fetched yet. Posted
+ * receives take the queue's head: bytes are copied; an announcement is
+ * fetched straight into the receive's buffer when it fits there (into the
+ * device buffer itself for staged GPU receives), else into host memory,
+ * after which it is bytes like the others. While a fetch is in flight,
+ * later chunks wait behind it, so order holds.
  *
  * Everything runs with the worker lock held.
  */
 
 #include <ucp/core/ucp_int.h>
+#include <ucp/rndv/ucp_rndv.h>
 
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct ucp_stream_chunk {
     ucs_list_link_t list;
-    size_t          length;
-    size_t          offset;  /* bytes already taken */
+    ucp_ep_h        ep;       /* whose queue; NULL once the ep is gone */
+    size_t          length;   /* bytes (an announcement: of its message) */
+    size_t          offset;   /* bytes already taken */
+    char            *bytes;   /* the bytes; NULL: an announcement */
+    ucp_request_t   *target;  /* the receive a direct fetch writes */
+    uint32_t        rts_len;  /* an announcement: its bytes in data[] */
+    uint8_t         fetching; /* a fetch is in flight */
     char            data[];
 } ucp_stream_chunk_t;
+
+static void ucp_stream_chunk_free(ucp_stream_chunk_t *chunk)
+{
+    if ((chunk->bytes != NULL) && (chunk->bytes != chunk->data)) {
+        free(chunk->bytes);
+    }
+    free(chunk);
+}
 
 /* Bytes of one element of the receive's datatype (contig), else 1. */
 static size_t ucp_stream_elem_size(const ucp_request_t *req)
@@ -65,36 +85,226 @@ static int ucp_stream_recv_ready(const ucp_request_t *req)
            (filled > 0) && ((filled % ucp_stream_elem_size(req)) == 0);
 }
 
-static void ucp_stream_recv_complete(ucp_request_t *req)
+/* A staged device receive that rendezvous wrote into: copy the bounce
+ * bytes [dev_done, filled) to the device so that both parts are there. */
+static ucs_status_t ucp_stream_flush_bounce(ucp_request_t *req)
 {
-    ucs_status_t status = (req->status == UCS_INPROGRESS) ? UCS_OK : req->status;
+    char *dev    = ucp_memtype_bounce_target(req);
+    size_t done  = req->u.recv.stream_dev_done;
+    size_t fill  = req->u.recv.stream_filled;
+    ucs_status_t status = UCS_OK;
 
+    if ((dev != NULL) && (fill > done)) {
+        status = ucp_memtype_copy(req->worker, dev + done, (char*)req->dt.buffer + done,
+                                  fill - done);
+    }
+    req->u.recv.stream_dev_done = fill;
+    return status;
+}
+
+static void ucp_stream_recv_finish(ucp_request_t *req, ucs_status_t status)
+{
+    if (req->u.recv.stream_dev_done > 0) {
+        /* Part of it is in the device already: finish it here, so that
+         * completion does not copy the whole bounce over it. */
+        if ((ucp_stream_flush_bounce(req) != UCS_OK) && (status == UCS_OK)) {
+            status = UCS_ERR_IO_ERROR;
+        }
+        ucp_memtype_unstage_contig(req);
+    }
     req->u.recv.info.length = req->u.recv.stream_filled;
-    ucs_trace_req("ucp: stream receive %p done: %zu bytes", (void*)req,
-                  req->u.recv.stream_filled);
+    ucs_trace_req("ucp: stream receive %p done: %zu bytes, %s", (void*)req,
+                  req->u.recv.stream_filled, ucs_status_string(status));
     ucp_request_complete(req, status);
 }
 
-/* Move queued bytes of @a ep into @a req. */
-static void ucp_stream_drain(ucp_ep_h ep, ucp_request_t *req)
+static void ucp_stream_recv_complete(ucp_request_t *req)
+{
+    ucp_stream_recv_finish(req, (req->status == UCS_INPROGRESS) ? UCS_OK :
+                                                                  req->status);
+}
+
+static void ucp_stream_chunk_remove(ucp_ep_h ep, ucp_stream_chunk_t *chunk)
+{
+    ucs_list_del(&chunk->list);
+    ep->stream.queued -= chunk->length - chunk->offset;
+    ucp_stream_chunk_free(chunk);
+}
+
+static void ucp_stream_advance(ucp_ep_h ep);
+
+/* A fetch of announcement @a chunk ended (inside ucp_stream_fetch or from
+ * progress). */
+static void ucp_stream_fetched(ucp_ep_h ep, ucp_stream_chunk_t *chunk,
+                               ucs_status_t status)
+{
+    ucp_request_t *req = chunk->target;
+
+    chunk->fetching = 0;
+    if (status != UCS_OK) {
+        ucs_error("ucp: fetching %zu stream bytes of ep %s failed: %s",
+                  chunk->length, ep->name, ucs_status_string(status));
+        ucp_stream_chunk_remove(ep, chunk);
+        ucp_ep_set_failed(ep, status, 1);
+        return;
+    }
+    if (req == NULL) {
+        if (chunk->bytes == NULL) {
+            /* Its receive was failed meanwhile (ucp_stream_ep_failed). */
+            ucp_stream_chunk_remove(ep, chunk);
+        }
+        /* Into host memory: bytes like any other chunk's now. */
+        return;
+    }
+    req->u.recv.stream_filled += chunk->length;
+    if (ucp_memtype_bounce_target(req) != NULL) {
+        req->u.recv.stream_dev_done = req->u.recv.stream_filled;
+    }
+    ucp_stream_chunk_remove(ep, chunk);
+    if (ucp_stream_recv_ready(req)) {
+        ucs_list_del(&req->list);
+        ucp_stream_recv_complete(req);
+    }
+}
+
+static void ucp_stream_fetch_cb(void *request, ucs_status_t status, size_t length,
+                                void *user_data)
+{
+    ucp_stream_chunk_t *chunk = user_data;
+    ucp_ep_h ep               = chunk->ep;
+
+    (void)length;
+    ucp_request_free(request);
+    if (ep == NULL) {
+        ucp_stream_chunk_free(chunk); /* its ep went away meanwhile */
+        return;
+    }
+    ucp_stream_fetched(ep, chunk, status);
+    ucp_stream_advance(ep);
+}
+
+/*
+ * Fetch announcement @a chunk: into @a req's buffer when it is contiguous
+ * and has room for all of it, else (also for @a req NULL) into host memory
+ * the chunk owns. Returns 1 when the fetch ended inside the call.
+ */
+static int ucp_stream_fetch(ucp_ep_h ep, ucp_stream_chunk_t *chunk, ucp_request_t *req)
+{
+    ucp_worker_h worker = ep->worker;
+    ucp_request_param_t param;
+    ucs_status_t status;
+    ucp_request_t *fr;
+    char *target, *dev;
+
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type  = UCS_MEMORY_TYPE_HOST;
+    if ((req != NULL) && (req->dt.generic == NULL) &&
+        ((req->dt.datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
+        (chunk->length <= req->dt.length - req->u.recv.stream_filled)) {
+        dev = ucp_memtype_bounce_target(req);
+        if (dev != NULL) {
+            status = ucp_stream_flush_bounce(req);
+            if (status != UCS_OK) {
+                ucp_stream_fetched(ep, chunk, status);
+                return 1;
+            }
+            target            = dev + req->u.recv.stream_filled;
+            param.memory_type = req->mem_type;
+        } else {
+            target            = (char*)req->dt.buffer + req->u.recv.stream_filled;
+            param.memory_type = req->mem_type;
+        }
+        chunk->target = req;
+    } else {
+        chunk->bytes = malloc(ucs_max(chunk->length, (size_t)1));
+        if (chunk->bytes == NULL) {
+            ucp_stream_fetched(ep, chunk, UCS_ERR_NO_MEMORY);
+            return 1;
+        }
+        target        = chunk->bytes;
+        chunk->target = NULL;
+    }
+
+    fr = ucp_request_get(worker, &param);
+    if (fr == NULL) {
+        ucp_stream_fetched(ep, chunk, UCS_ERR_NO_MEMORY);
+        return 1;
+    }
+    fr->flags       |= UCP_REQ_FLAG_IN_CALL | UCP_REQ_FLAG_RECV |
+                       UCP_REQ_FLAG_RECV_LENGTH | UCP_REQ_FLAG_CB_RECV_AM;
+    fr->cb.recv_am   = ucp_stream_fetch_cb;
+    fr->user_data    = chunk;
+    status = ucp_request_recv_buffer(fr, target, chunk->length, &param);
+    if (status != UCS_OK) {
+        ucp_request_put(fr);
+        ucp_stream_fetched(ep, chunk, status);
+        return 1;
+    }
+    ucs_trace_req("ucp: ep %s: fetching %zu stream bytes into %s memory%s", ep->name,
+                  chunk->length, ucs_memory_type_names[param.memory_type],
+                  (chunk->target != NULL) ? " of the receive" : " of ours");
+    chunk->fetching = 1;
+    ucp_rndv_recv_start(fr, chunk->data, chunk->rts_len);
+    fr->flags &= ~UCP_REQ_FLAG_IN_CALL;
+    if (!(fr->flags & UCP_REQ_FLAG_COMPLETED)) {
+        return 0;
+    }
+    status = fr->status;
+    ucp_request_put(fr);
+    ucp_stream_fetched(ep, chunk, status);
+    return 1;
+}
+
+/* Give the queue's head chunks to the posted receives, in order. */
+static void ucp_stream_advance(ucp_ep_h ep)
 {
     ucp_stream_chunk_t *chunk;
+    ucp_request_t *req;
     size_t n;
 
-    while (!ucs_list_is_empty(&ep->stream.data) && !ucp_stream_recv_ready(req)) {
+    while (!ucs_list_is_empty(&ep->stream.reqs) &&
+           !ucs_list_is_empty(&ep->stream.data)) {
         chunk = ucs_list_head_elem(&ep->stream.data, ucp_stream_chunk_t, list);
-        n     = ucp_stream_fill(req, chunk->data + chunk->offset,
-                                chunk->length - chunk->offset);
+        req   = ucs_list_head_elem(&ep->stream.reqs, ucp_request_t, list);
+        if (chunk->bytes == NULL) {
+            if (chunk->fetching || !ucp_stream_fetch(ep, chunk, req)) {
+                return; /* ucp_stream_fetch_cb resumes */
+            }
+            continue;
+        }
+        if (chunk->fetching) {
+            return;
+        }
+        n = ucp_stream_fill(req, chunk->bytes + chunk->offset,
+                            chunk->length - chunk->offset);
         chunk->offset     += n;
         ep->stream.queued -= n;
         if (chunk->offset == chunk->length) {
             ucs_list_del(&chunk->list);
-            free(chunk);
+            ucp_stream_chunk_free(chunk);
         }
-        if (n == 0) {
-            break;
+        if (ucp_stream_recv_ready(req)) {
+            ucs_list_del(&req->list);
+            ucp_stream_recv_complete(req);
+        } else if (n == 0) {
+            return;
         }
     }
+}
+
+static ucp_stream_chunk_t *ucp_stream_chunk_new(ucp_ep_h ep, size_t data_len)
+{
+    ucp_stream_chunk_t *chunk = malloc(sizeof(*chunk) + data_len);
+
+    if (chunk == NULL) {
+        ucs_error("ucp: no memory for %zu stream bytes of ep %s: the stream is "
+                  "broken", data_len, ep->name);
+        ucp_ep_set_failed(ep, UCS_ERR_NO_MEMORY, 1);
+        return NULL;
+    }
+    memset(chunk, 0, sizeof(*chunk));
+    chunk->ep = ep;
+    return chunk;
 }
 
 void ucp_stream_deliver(ucp_ep_h ep, const void *data, size_t length)
@@ -103,7 +313,9 @@ void ucp_stream_deliver(ucp_ep_h ep, const void *data, size_t length)
     ucp_request_t *req;
     size_t n;
 
-    while ((length > 0) && !ucs_list_is_empty(&ep->stream.reqs)) {
+    /* Straight into the posted receives, unless older chunks wait. */
+    while ((length > 0) && ucs_list_is_empty(&ep->stream.data) &&
+           !ucs_list_is_empty(&ep->stream.reqs)) {
         req     = ucs_list_head_elem(&ep->stream.reqs, ucp_request_t, list);
         n       = ucp_stream_fill(req, data, length);
         data    = (const char*)data + n;
@@ -116,28 +328,53 @@ void ucp_stream_deliver(ucp_ep_h ep, const void *data, size_t length)
     if (length == 0) {
         return;
     }
-    chunk = malloc(sizeof(*chunk) + length);
+    chunk = ucp_stream_chunk_new(ep, length);
     if (chunk == NULL) {
-        ucs_error("ucp: no memory for %zu stream bytes of ep %s: the stream is "
-                  "broken", length, ep->name);
-        ucp_ep_set_failed(ep, UCS_ERR_NO_MEMORY, 1);
         return;
     }
     chunk->length = length;
-    chunk->offset = 0;
+    chunk->bytes  = chunk->data;
     memcpy(chunk->data, data, length);
     ucs_list_add_tail(&ep->stream.data, &chunk->list);
     ep->stream.queued += length;
 }
 
+void ucp_stream_deliver_rts(ucp_ep_h ep, const void *rts, size_t length)
+{
+    ucp_stream_chunk_t *chunk;
+    ucp_rndv_rts_t hdr;
+
+    memcpy(&hdr, rts, sizeof(hdr));
+    if (hdr.length == 0) {
+        ucp_am_rndv_drop(ep->worker, rts);
+        return;
+    }
+    chunk = ucp_stream_chunk_new(ep, length);
+    if (chunk == NULL) {
+        ucp_am_rndv_drop(ep->worker, rts);
+        return;
+    }
+    chunk->length  = hdr.length;
+    chunk->rts_len = (uint32_t)length;
+    memcpy(chunk->data, rts, length);
+    ucs_list_add_tail(&ep->stream.data, &chunk->list);
+    ep->stream.queued += chunk->length;
+    ucs_trace_req("ucp: ep %s: %zu stream bytes announced", ep->name, chunk->length);
+    ucp_stream_advance(ep);
+}
+
 void ucp_stream_ep_adopt(ucp_ep_h ep)
 {
+    ucp_stream_chunk_t *chunk;
     ucp_ep_h other;
 
     ucs_list_for_each(other, &ep->worker->eps, link) {
         if ((other != ep) && (other->flags & UCP_EP_FLAG_INTERNAL) &&
             (other->remote_uuid == ep->remote_uuid) &&
             !ucs_list_is_empty(&other->stream.data)) {
+            ucs_list_for_each(chunk, &other->stream.data, list) {
+                chunk->ep = ep;
+            }
             ucs_list_splice_tail(&ep->stream.data, &other->stream.data);
             ucs_list_head_init(&other->stream.data);
             ep->stream.queued   += other->stream.queued;
@@ -148,30 +385,41 @@ void ucp_stream_ep_adopt(ucp_ep_h ep)
 
 void ucp_stream_ep_failed(ucp_ep_h ep, ucs_status_t status)
 {
+    ucp_stream_chunk_t *chunk;
     ucp_request_t *req;
 
+    /* A fetch in flight no longer writes for a receive that is done. */
+    ucs_list_for_each(chunk, &ep->stream.data, list) {
+        chunk->target = NULL;
+    }
     while (!ucs_list_is_empty(&ep->stream.reqs)) {
         req = ucs_list_extract_head_elem(&ep->stream.reqs, ucp_request_t, list);
-        req->u.recv.info.length = req->u.recv.stream_filled;
-        ucp_request_complete(req, status);
+        ucp_stream_recv_finish(req, status);
     }
 }
 
-static void ucp_stream_free_chunks(ucs_list_link_t *list)
+static void ucp_stream_free_chunks(ucp_worker_h worker, ucs_list_link_t *list)
 {
     ucp_stream_chunk_t *chunk;
 
     while (!ucs_list_is_empty(list)) {
         chunk = ucs_list_extract_head_elem(list, ucp_stream_chunk_t, list);
-        free(chunk);
+        if (chunk->fetching) {
+            chunk->ep = NULL; /* freed by its fetch's completion */
+            continue;
+        }
+        if (chunk->bytes == NULL) {
+            ucp_am_rndv_drop(worker, chunk->data);
+        }
+        ucp_stream_chunk_free(chunk);
     }
 }
 
 void ucp_stream_ep_cleanup(ucp_ep_h ep)
 {
     ucp_stream_ep_failed(ep, UCS_ERR_CANCELED);
-    ucp_stream_free_chunks(&ep->stream.data);
-    ucp_stream_free_chunks(&ep->stream.held);
+    ucp_stream_free_chunks(ep->worker, &ep->stream.data);
+    ucp_stream_free_chunks(ep->worker, &ep->stream.held);
     ep->stream.queued = 0;
 }
 
@@ -181,7 +429,7 @@ ucs_status_ptr_t ucp_stream_send_nbx(ucp_ep_h ep, const void *buffer, size_t cou
                                      const ucp_request_param_t *param)
 {
     ucp_send_msg_t msg = {UCP_AM_WORD_STREAM, NULL, 0, UCP_SEND_KIND_STREAM,
-                          UCP_SEND_PROTO_EAGER, 0};
+                          UCP_SEND_PROTO_AUTO, 0};
 
     return ucp_send_common(ep, buffer, count, &msg, param);
 }
@@ -234,18 +482,14 @@ static ucs_status_ptr_t ucp_stream_recv_common(ucp_ep_h ep, void *buffer,
     if (status != UCS_OK) {
         goto err_req;
     }
+    req->u.recv.stream_filled   = 0;
+    req->u.recv.stream_dev_done = 0;
     if (req->dt.length == 0) {
         ucp_stream_recv_complete(req);
     } else {
-        if (ucs_list_is_empty(&ep->stream.reqs)) {
-            ucp_stream_drain(ep, req);
-        }
-        if (ucp_stream_recv_ready(req)) {
-            ucp_stream_recv_complete(req);
-        } else {
-            req->ep = ep;
-            ucs_list_add_tail(&ep->stream.reqs, &req->list);
-        }
+        req->ep = ep;
+        ucs_list_add_tail(&ep->stream.reqs, &req->list);
+        ucp_stream_advance(ep);
     }
     if ((old_cb != NULL) && (req->flags & UCP_REQ_FLAG_COMPLETED)) {
         /* The old call reports an immediate completion through length. */
@@ -301,12 +545,21 @@ ucs_status_ptr_t ucp_stream_recv_data_nb(ucp_ep_h ep, size_t *length)
 
     ucp_worker_lock(ep->worker);
     if (!ucs_list_is_empty(&ep->stream.data)) {
-        chunk = ucs_list_extract_head_elem(&ep->stream.data, ucp_stream_chunk_t,
-                                           list);
-        ucs_list_add_tail(&ep->stream.held, &chunk->list);
-        *length            = chunk->length - chunk->offset;
-        ep->stream.queued -= *length;
-        ret                = chunk->data + chunk->offset;
+        chunk = ucs_list_head_elem(&ep->stream.data, ucp_stream_chunk_t, list);
+        if ((chunk->bytes == NULL) && !chunk->fetching &&
+            ucs_list_is_empty(&ep->stream.reqs)) {
+            /* An announcement: fetched into host memory first. */
+            (void)ucp_stream_fetch(ep, chunk, NULL);
+        }
+        chunk = ucs_list_is_empty(&ep->stream.data) ? NULL :
+                ucs_list_head_elem(&ep->stream.data, ucp_stream_chunk_t, list);
+        if ((chunk != NULL) && (chunk->bytes != NULL) && !chunk->fetching) {
+            ucs_list_del(&chunk->list);
+            ucs_list_add_tail(&ep->stream.held, &chunk->list);
+            *length            = chunk->length - chunk->offset;
+            ep->stream.queued -= *length;
+            ret                = chunk->bytes + chunk->offset;
+        }
     } else if (ep->flags & UCP_EP_FLAG_FAILED) {
         ret = UCS_STATUS_PTR(ep->status);
     }
@@ -320,9 +573,9 @@ void ucp_stream_data_release(ucp_ep_h ep, void *data)
 
     ucp_worker_lock(ep->worker);
     ucs_list_for_each(chunk, &ep->stream.held, list) {
-        if (chunk->data + chunk->offset == (char*)data) {
+        if (chunk->bytes + chunk->offset == (char*)data) {
             ucs_list_del(&chunk->list);
-            free(chunk);
+            ucp_stream_chunk_free(chunk);
             ucp_worker_unlock(ep->worker);
             return;
         }

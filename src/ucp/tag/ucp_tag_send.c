@@ -276,8 +276,7 @@ static int ucp_send_rndv_wanted(ucp_ep_h ep, const ucp_request_t *req,
     case UCP_SEND_PROTO_RNDV:
         return 1;
     default:
-        return (req->u.send.kind != UCP_SEND_KIND_STREAM) &&
-               ucp_rndv_send_wanted(ep, req, mem_type);
+        return ucp_rndv_send_wanted(ep, req, mem_type);
     }
 }
 

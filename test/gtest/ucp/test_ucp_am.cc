@@ -10,6 +10,8 @@
 #include "ucp/ucp_test.h"
 #include "common/test_helpers.h"
 
+#include <ucp/core/ucp_proto_stats.h>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -494,7 +496,141 @@ TEST_P(test_ucp_am, stream_receives_of_whole_elements)
     EXPECT_EQ(data[1], out[1]);
 }
 
+/* Stream messages over 1 MiB take the rendezvous whatever the transports'
+ * model says (UCX_TAG_EAGER_MAX_SIZE bounds eager for every kind). */
+class test_ucp_stream_rndv : public test_ucp_am {
+protected:
+    void SetUp() override
+    {
+        m_limit.reset(new scoped_setenv("UCX_TAG_EAGER_MAX_SIZE", "1M"));
+        test_ucp_am::SetUp();
+    }
+
+    std::unique_ptr<scoped_setenv> m_limit;
+};
+
+/* Rendezvous messages a worker has sent (any rendezvous protocol). */
+static uint64_t rndv_count(ucp_worker_h w)
+{
+    uint64_t counts[UCP_PROTO_STAT_LAST] = {};
+    ucp_worker_proto_stats(w, counts);
+    return counts[UCP_PROTO_STAT_RNDV_GET] + counts[UCP_PROTO_STAT_RNDV_PUT] +
+           counts[UCP_PROTO_STAT_RNDV_PIPE_CUDA] + counts[UCP_PROTO_STAT_RNDV_PIPE_HOST] +
+           counts[UCP_PROTO_STAT_RNDV_AM];
+}
+
+static ucs_status_ptr_t stream_recv_flags(ucp_ep_h ep, void *buf, size_t len, size_t *got,
+                                          uint32_t flags)
+{
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags        = flags;
+    return ucp_stream_recv_nbx(ep, buf, len, got, &p);
+}
+
+TEST_P(test_ucp_stream_rndv, stream_rendezvous_keeps_order_with_eager_bytes)
+{
+    const size_t big = 2 << 20;
+    std::vector<char> data(100 + big + 50 + big);
+    fill(data, 9);
+    uint64_t rndv_before = rndv_count(m_a->worker());
+    /* small, big, small, big: back to back, none waited for */
+    size_t cuts[] = {0, 100, 100 + big, 150 + big, data.size()};
+    std::vector<ucs_status_ptr_t> sends;
+    for (int i = 0; i < 4; ++i) {
+        sends.push_back(ucp_stream_send_nbx(m_ab, data.data() + cuts[i],
+                                            cuts[i + 1] - cuts[i], NULL));
+        ASSERT_FALSE(UCS_PTR_IS_ERR(sends.back())) << i;
+    }
+    std::vector<char> out(data.size(), 0);
+    size_t got = 0;
+    ASSERT_EQ(UCS_OK, wait(stream_recv_flags(m_ba, out.data(), out.size(), &got,
+                                       UCP_STREAM_RECV_FLAG_WAITALL)));
+    for (ucs_status_ptr_t r : sends) {
+        EXPECT_EQ(UCS_OK, wait(r));
+    }
+    EXPECT_EQ(0, memcmp(out.data(), data.data(), data.size()));
+    EXPECT_EQ(rndv_before + 2, rndv_count(m_a->worker()))
+        << "the two large sends should take the rendezvous";
+}
+
+TEST_P(test_ucp_stream_rndv, stream_rendezvous_taken_in_pieces_and_borrowed)
+{
+    const size_t big = 3 << 20;
+    std::vector<char> data(big);
+    fill(data, 10);
+    /* Receives smaller than the message: it is fetched into library memory
+     * and handed out in order. */
+    ucs_status_ptr_t s = ucp_stream_send_nbx(m_ab, data.data(), big, NULL);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(s));
+    std::vector<char> out(big, 0);
+    size_t got = 0;
+    ASSERT_EQ(UCS_OK, wait(stream_recv_flags(m_ba, out.data(), 1000, &got,
+                                       UCP_STREAM_RECV_FLAG_WAITALL)));
+    ASSERT_EQ(UCS_OK, wait(stream_recv_flags(m_ba, out.data() + 1000, 5000, &got,
+                                       UCP_STREAM_RECV_FLAG_WAITALL)));
+    size_t total = 6000;
+    ASSERT_TRUE(until([&] {
+        size_t len = 0;
+        ucs_status_ptr_t p = ucp_stream_recv_data_nb(m_ba, &len);
+        EXPECT_FALSE(UCS_PTR_IS_ERR(p));
+        if (UCS_PTR_IS_PTR(p)) {
+            EXPECT_LE(total + len, big);
+            memcpy(out.data() + total, p, std::min(len, big - total));
+            total += len;
+            ucp_stream_data_release(m_ba, p);
+        }
+        return total >= big;
+    }));
+    EXPECT_EQ(UCS_OK, wait(s));
+    EXPECT_EQ(big, total);
+    EXPECT_EQ(0, memcmp(out.data(), data.data(), big));
+
+    /* Borrowing a rendezvous message first: recv_data_nb fetches it. */
+    fill(data, 11);
+    s = ucp_stream_send_nbx(m_ab, data.data(), big, NULL);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(s));
+    total = 0;
+    ASSERT_TRUE(until([&] {
+        size_t len = 0;
+        ucs_status_ptr_t p = ucp_stream_recv_data_nb(m_ba, &len);
+        if (UCS_PTR_IS_PTR(p)) {
+            EXPECT_EQ(0, memcmp(p, data.data() + total, std::min(len, big - total)));
+            total += len;
+            ucp_stream_data_release(m_ba, p);
+        }
+        return total >= big;
+    }));
+    EXPECT_EQ(UCS_OK, wait(s));
+    EXPECT_EQ(big, total);
+}
+
+TEST_P(test_ucp_stream_rndv, stream_rendezvous_into_a_posted_larger_receive)
+{
+    const size_t big = 2 << 20;
+    std::vector<char> data(big);
+    fill(data, 12);
+    std::vector<char> out(big + 4096, 0);
+    size_t got = 0;
+    /* Posted first, without WAITALL: completes with the message's bytes. */
+    ucs_status_ptr_t r = stream_recv_flags(m_ba, out.data(), out.size(), &got, 0);
+    ASSERT_TRUE(UCS_PTR_IS_PTR(r));
+    ucs_status_ptr_t s = ucp_stream_send_nbx(m_ab, data.data(), big, NULL);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(s));
+    size_t len = 0;
+    ASSERT_TRUE(until([&] {
+        return ucp_stream_recv_request_test(r, &len) != UCS_INPROGRESS;
+    }));
+    EXPECT_EQ(UCS_OK, ucp_request_check_status(r));
+    ucp_request_free(r);
+    EXPECT_EQ(UCS_OK, wait(s));
+    EXPECT_EQ(big, len);
+    EXPECT_EQ(0, memcmp(out.data(), data.data(), big));
+}
+
 INSTANTIATE_TEST_SUITE_P(tls, test_ucp_am, ::testing::Values("", "posix", "tcp"));
+INSTANTIATE_TEST_SUITE_P(tls, test_ucp_stream_rndv, ::testing::Values("", "posix", "tcp"));
 
 /* ---- two processes ---------------------------------------------------------- */
 
