@@ -12,7 +12,11 @@
 #              ITERS_SMALL (per size below, default 200: 20 messages of
 #              4 MiB last ~100 us, too short to measure), KINDS (the
 #              allocator kinds to pair, default all eight), PLACEMENTS
-#              (default "0,0" and, with two GPUs, "0,1")
+#              (default "0,0" and, with two GPUs, "0,1"), PAIRS (explicit
+#              "send,recv" pairs instead of every pair of KINDS), BW_TESTS
+#              (default tag_bw; also ucp_am_bw, stream_bw), LAT_TESTS
+#              (default tag_lat; also ucp_am_lat, stream_lat), VALIDATE=1
+#              (check every received message, -V)
 set -uo pipefail
 perf=${PERF:?set PERF to the ucx_perftest binary}
 out=${OUTDIR:-perftest-gpu}
@@ -25,6 +29,18 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 placements="0,0"
 [ "$ngpu" -ge 2 ] && placements="0,0 0,1"
 placements=${PLACEMENTS:-$placements}
+bw_tests=${BW_TESTS:-tag_bw}
+lat_tests=${LAT_TESTS:-tag_lat}
+validate=()
+[ "${VALIDATE:-0}" = 1 ] && validate=(-V)
+pairs=${PAIRS:-}
+if [ -z "$pairs" ]; then
+    for s in $kinds; do
+        for r in $kinds; do
+            pairs="$pairs $s,$r"
+        done
+    done
+fi
 
 rows=0 failed=0
 run() {
@@ -39,12 +55,17 @@ run() {
 }
 
 for a in $placements; do
-    for s in $kinds; do
-        for r in $kinds; do
-            tag="${s}_${r}_gpu${a/,/-}"
-            run "tag_bw_$tag" -t tag_bw -m "$s,$r" -a "$a" --sizes 4M,16M -n "$iters_small" -w 20
-            run "tag_bw_large_$tag" -t tag_bw -m "$s,$r" -a "$a" --sizes 64M,256M -n "$iters" -w 10
-            run "tag_lat_$tag" -t tag_lat -m "$s,$r" -a "$a" --sizes 8,64K -n 2000 -w 100
+    for pair in $pairs; do
+        tag="${pair/,/_}_gpu${a/,/-}"
+        for t in $bw_tests; do
+            run "${t}_$tag" -t "$t" -m "$pair" -a "$a" --sizes 4M,16M \
+                -n "$iters_small" -w 20 "${validate[@]}"
+            run "${t}_large_$tag" -t "$t" -m "$pair" -a "$a" --sizes 64M,256M \
+                -n "$iters" -w 10 "${validate[@]}"
+        done
+        for t in $lat_tests; do
+            run "${t}_$tag" -t "$t" -m "$pair" -a "$a" --sizes 8,64K -n 2000 \
+                -w 100 "${validate[@]}"
         done
     done
 done

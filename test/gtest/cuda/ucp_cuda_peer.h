@@ -28,7 +28,7 @@ public:
 
         memset(&params, 0, sizeof(params));
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_TAG;
+        params.features   = m_features;
         ASSERT_EQ(UCS_OK, ucp_init(&params, NULL, &m_context));
         memset(&wparams, 0, sizeof(wparams));
         ASSERT_EQ(UCS_OK, ucp_worker_create(m_context, &wparams, &m_worker));
@@ -113,6 +113,8 @@ public:
         }
     }
 
+    /** ucp_init features; set before init(). */
+    uint64_t      m_features = UCP_FEATURE_TAG;
     ucp_context_h m_context = NULL;
     ucp_worker_h  m_worker  = NULL;
     ucp_ep_h      m_ep      = NULL;
