@@ -72,6 +72,7 @@ ucp_ep_h ucp_ep_alloc(ucp_worker_h worker, unsigned ep_flags)
     ucs_list_head_init(&ep->notify_link);
     ucs_list_head_init(&ep->stream.data);
     ucs_list_head_init(&ep->stream.held);
+    ucs_list_head_init(&ep->stream.fetches);
     ucs_list_head_init(&ep->stream.reqs);
     ucp_rma_ep_init(ep);
     ucs_list_add_tail(&worker->eps, &ep->link);

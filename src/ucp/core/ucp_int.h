@@ -191,6 +191,9 @@ struct ucp_request {
              * the device buffer (rendezvous wrote there), the rest of the
              * filled bytes in the bounce buffer */
             size_t              stream_dev_done;
+            /* stream: rendezvous fetches into this receive in flight; its
+             * bytes [0, filled) are all there when it is 0 */
+            uint32_t            stream_pending;
             uint32_t            stream_flags;  /* UCP_STREAM_RECV_FLAG_* */
         } recv;
         struct {
@@ -304,6 +307,7 @@ struct ucp_ep {
     struct {
         ucs_list_link_t     data;     /* received chunks (ucp_stream.c) */
         ucs_list_link_t     held;     /* chunks lent by recv_data_nb */
+        ucs_list_link_t     fetches;  /* chunks fetched into a receive */
         ucs_list_link_t     reqs;     /* posted receives */
         size_t              queued;   /* bytes in data */
     } stream;

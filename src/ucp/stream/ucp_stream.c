@@ -8,12 +8,18 @@
  * with UCP_AM_WORD_STREAM); large ones a rendezvous (an AM_RTS with the
  * stream word), so that GPU memory moves by the tag path's get / put /
  * pipeline protocols. Everything that arrives for an endpoint is a chunk in
- * its queue, in order: bytes, or an announcement not fetched yet. Posted
- * receives take the queue's head: bytes are copied; an announcement is
- * fetched straight into the receive's buffer when it fits there (into the
- * device buffer itself for staged GPU receives), else into host memory,
- * after which it is bytes like the others. While a fetch is in flight,
- * later chunks wait behind it, so order holds.
+ * its queue, in order: bytes, or an announcement not fetched yet.
+ *
+ * Posted receives take chunks from the queue's head in order, each at the
+ * place in the byte stream it has: the first receive with room gets the
+ * next bytes at its filled offset. Bytes are copied at once. An
+ * announcement that fits in that receive's room is fetched straight into
+ * its buffer at that offset (the device buffer itself for staged GPU
+ * receives) and leaves the queue, so the next chunks go on behind it while
+ * it is in flight: several rendezvous of one stream move at once, as tag
+ * messages do. One that does not fit is fetched into host memory first and
+ * holds the queue until it is there. A receive completes, in posting order,
+ * when its bytes are all there.
  *
  * Everything runs with the worker lock held.
  */
@@ -25,7 +31,7 @@
 #include <string.h>
 
 typedef struct ucp_stream_chunk {
-    ucs_list_link_t list;
+    ucs_list_link_t list;     /* ep->stream.data, .fetches or .held */
     ucp_ep_h        ep;       /* whose queue; NULL once the ep is gone */
     size_t          length;   /* bytes (an announcement: of its message) */
     size_t          offset;   /* bytes already taken */
@@ -72,12 +78,15 @@ static size_t ucp_stream_fill(ucp_request_t *req, const void *data, size_t lengt
     return n;
 }
 
-/* Whether @a req has what it waits for: a full buffer, or (without
- * WAITALL) some whole elements. */
+/* Whether @a req has what it waits for, all landed: a full buffer, or
+ * (without WAITALL) some whole elements. */
 static int ucp_stream_recv_ready(const ucp_request_t *req)
 {
     size_t filled = req->u.recv.stream_filled;
 
+    if (req->u.recv.stream_pending > 0) {
+        return 0;
+    }
     if (filled == req->dt.length) {
         return 1;
     }
@@ -85,8 +94,9 @@ static int ucp_stream_recv_ready(const ucp_request_t *req)
            (filled > 0) && ((filled % ucp_stream_elem_size(req)) == 0);
 }
 
-/* A staged device receive that rendezvous wrote into: copy the bounce
- * bytes [dev_done, filled) to the device so that both parts are there. */
+/* A staged device receive that rendezvous writes into: copy the bounce
+ * bytes [dev_done, filled) to the device, so that all bytes before the
+ * next direct fetch are there. */
 static ucs_status_t ucp_stream_flush_bounce(ucp_request_t *req)
 {
     char *dev    = ucp_memtype_bounce_target(req);
@@ -118,10 +128,34 @@ static void ucp_stream_recv_finish(ucp_request_t *req, ucs_status_t status)
     ucp_request_complete(req, status);
 }
 
-static void ucp_stream_recv_complete(ucp_request_t *req)
+/* Complete the receives at the head that have all their bytes. */
+static void ucp_stream_complete_ready(ucp_ep_h ep)
 {
-    ucp_stream_recv_finish(req, (req->status == UCS_INPROGRESS) ? UCS_OK :
-                                                                  req->status);
+    ucp_request_t *req;
+
+    while (!ucs_list_is_empty(&ep->stream.reqs)) {
+        req = ucs_list_head_elem(&ep->stream.reqs, ucp_request_t, list);
+        if (!ucp_stream_recv_ready(req)) {
+            return;
+        }
+        ucs_list_del(&req->list);
+        ucp_stream_recv_finish(req, (req->status == UCS_INPROGRESS) ? UCS_OK :
+                                                                      req->status);
+    }
+}
+
+/* The receive the next bytes of the stream belong to: the first one with
+ * room, or NULL. */
+static ucp_request_t *ucp_stream_cursor(ucp_ep_h ep)
+{
+    ucp_request_t *req;
+
+    ucs_list_for_each(req, &ep->stream.reqs, list) {
+        if (req->u.recv.stream_filled < req->dt.length) {
+            return req;
+        }
+    }
+    return NULL;
 }
 
 static void ucp_stream_chunk_remove(ucp_ep_h ep, ucp_stream_chunk_t *chunk)
@@ -139,32 +173,29 @@ static void ucp_stream_fetched(ucp_ep_h ep, ucp_stream_chunk_t *chunk,
                                ucs_status_t status)
 {
     ucp_request_t *req = chunk->target;
+    int direct         = (chunk->bytes == NULL);
 
     chunk->fetching = 0;
+    if (direct) {
+        /* A direct fetch: off the fetches list, no longer counted queued. */
+        ucs_list_del(&chunk->list);
+        if (req != NULL) {
+            --req->u.recv.stream_pending;
+        }
+        ucp_stream_chunk_free(chunk);
+    }
     if (status != UCS_OK) {
-        ucs_error("ucp: fetching %zu stream bytes of ep %s failed: %s",
-                  chunk->length, ep->name, ucs_status_string(status));
-        ucp_stream_chunk_remove(ep, chunk);
+        ucs_error("ucp: fetching stream bytes of ep %s failed: %s", ep->name,
+                  ucs_status_string(status));
+        if (!direct) {
+            ucp_stream_chunk_remove(ep, chunk);
+        }
         ucp_ep_set_failed(ep, status, 1);
         return;
     }
-    if (req == NULL) {
-        if (chunk->bytes == NULL) {
-            /* Its receive was failed meanwhile (ucp_stream_ep_failed). */
-            ucp_stream_chunk_remove(ep, chunk);
-        }
-        /* Into host memory: bytes like any other chunk's now. */
-        return;
-    }
-    req->u.recv.stream_filled += chunk->length;
-    if (ucp_memtype_bounce_target(req) != NULL) {
-        req->u.recv.stream_dev_done = req->u.recv.stream_filled;
-    }
-    ucp_stream_chunk_remove(ep, chunk);
-    if (ucp_stream_recv_ready(req)) {
-        ucs_list_del(&req->list);
-        ucp_stream_recv_complete(req);
-    }
+    /* Into host memory: bytes like any other chunk's now. A direct one:
+     * its receive may be complete. */
+    ucp_stream_complete_ready(ep);
 }
 
 static void ucp_stream_fetch_cb(void *request, ucs_status_t status, size_t length,
@@ -183,10 +214,30 @@ static void ucp_stream_fetch_cb(void *request, ucs_status_t status, size_t lengt
     ucp_stream_advance(ep);
 }
 
+/* Whether announcement @a chunk can be fetched straight into @a req. */
+static int ucp_stream_fits(const ucp_request_t *req, const ucp_stream_chunk_t *chunk)
+{
+    return (req != NULL) && (req->dt.generic == NULL) &&
+           ((req->dt.datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
+           (chunk->length <= req->dt.length - req->u.recv.stream_filled);
+}
+
+/* A fetch of queued @a chunk could not start: the stream is broken. */
+static void ucp_stream_fetch_failed(ucp_ep_h ep, ucp_stream_chunk_t *chunk,
+                                    ucs_status_t status)
+{
+    ucs_error("ucp: cannot fetch %zu stream bytes of ep %s: %s", chunk->length,
+              ep->name, ucs_status_string(status));
+    ucp_stream_chunk_remove(ep, chunk);
+    ucp_ep_set_failed(ep, status, 1);
+}
+
 /*
- * Fetch announcement @a chunk: into @a req's buffer when it is contiguous
- * and has room for all of it, else (also for @a req NULL) into host memory
- * the chunk owns. Returns 1 when the fetch ended inside the call.
+ * Fetch announcement @a chunk, the queue's head: into @a req's buffer at
+ * its filled offset when it fits there (the chunk then leaves the queue
+ * for ep->stream.fetches), else (also for @a req NULL) into host memory
+ * the chunk owns, the chunk staying at the head. Returns 1 when the fetch
+ * ended inside the call.
  */
 static int ucp_stream_fetch(ucp_ep_h ep, ucp_stream_chunk_t *chunk, ucp_request_t *req)
 {
@@ -198,33 +249,40 @@ static int ucp_stream_fetch(ucp_ep_h ep, ucp_stream_chunk_t *chunk, ucp_request_
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.memory_type  = UCS_MEMORY_TYPE_HOST;
-    if ((req != NULL) && (req->dt.generic == NULL) &&
-        ((req->dt.datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
-        (chunk->length <= req->dt.length - req->u.recv.stream_filled)) {
+    if (ucp_stream_fits(req, chunk)) {
         dev = ucp_memtype_bounce_target(req);
         if (dev != NULL) {
             status = ucp_stream_flush_bounce(req);
             if (status != UCS_OK) {
-                ucp_stream_fetched(ep, chunk, status);
+                ucp_stream_fetch_failed(ep, chunk, status);
                 return 1;
             }
-            target            = dev + req->u.recv.stream_filled;
-            param.memory_type = req->mem_type;
+            target = dev + req->u.recv.stream_filled;
         } else {
-            target            = (char*)req->dt.buffer + req->u.recv.stream_filled;
-            param.memory_type = req->mem_type;
+            target = (char*)req->dt.buffer + req->u.recv.stream_filled;
         }
-        chunk->target = req;
+        param.memory_type = req->mem_type;
+        chunk->target     = req;
+        /* Its place in the stream is taken now: later chunks go after. */
+        req->u.recv.stream_filled += chunk->length;
+        if (dev != NULL) {
+            req->u.recv.stream_dev_done = req->u.recv.stream_filled;
+        }
+        ++req->u.recv.stream_pending;
+        ucs_list_del(&chunk->list);
+        ucs_list_add_tail(&ep->stream.fetches, &chunk->list);
+        ep->stream.queued -= chunk->length;
     } else {
         chunk->bytes = malloc(ucs_max(chunk->length, (size_t)1));
         if (chunk->bytes == NULL) {
-            ucp_stream_fetched(ep, chunk, UCS_ERR_NO_MEMORY);
+            ucp_stream_fetch_failed(ep, chunk, UCS_ERR_NO_MEMORY);
             return 1;
         }
         target        = chunk->bytes;
         chunk->target = NULL;
     }
 
+    chunk->fetching = 1;
     fr = ucp_request_get(worker, &param);
     if (fr == NULL) {
         ucp_stream_fetched(ep, chunk, UCS_ERR_NO_MEMORY);
@@ -243,7 +301,6 @@ static int ucp_stream_fetch(ucp_ep_h ep, ucp_stream_chunk_t *chunk, ucp_request_
     ucs_trace_req("ucp: ep %s: fetching %zu stream bytes into %s memory%s", ep->name,
                   chunk->length, ucs_memory_type_names[param.memory_type],
                   (chunk->target != NULL) ? " of the receive" : " of ours");
-    chunk->fetching = 1;
     ucp_rndv_recv_start(fr, chunk->data, chunk->rts_len);
     fr->flags &= ~UCP_REQ_FLAG_IN_CALL;
     if (!(fr->flags & UCP_REQ_FLAG_COMPLETED)) {
@@ -262,18 +319,19 @@ static void ucp_stream_advance(ucp_ep_h ep)
     ucp_request_t *req;
     size_t n;
 
-    while (!ucs_list_is_empty(&ep->stream.reqs) &&
-           !ucs_list_is_empty(&ep->stream.data)) {
-        chunk = ucs_list_head_elem(&ep->stream.data, ucp_stream_chunk_t, list);
-        req   = ucs_list_head_elem(&ep->stream.reqs, ucp_request_t, list);
-        if (chunk->bytes == NULL) {
-            if (chunk->fetching || !ucp_stream_fetch(ep, chunk, req)) {
-                return; /* ucp_stream_fetch_cb resumes */
-            }
-            continue;
+    while (!ucs_list_is_empty(&ep->stream.data) &&
+           !(ep->flags & UCP_EP_FLAG_FAILED)) {
+        req = ucp_stream_cursor(ep);
+        if (req == NULL) {
+            break;
         }
+        chunk = ucs_list_head_elem(&ep->stream.data, ucp_stream_chunk_t, list);
         if (chunk->fetching) {
-            return;
+            break; /* into host memory: ucp_stream_fetch_cb resumes */
+        }
+        if (chunk->bytes == NULL) {
+            (void)ucp_stream_fetch(ep, chunk, req);
+            continue;
         }
         n = ucp_stream_fill(req, chunk->bytes + chunk->offset,
                             chunk->length - chunk->offset);
@@ -283,13 +341,8 @@ static void ucp_stream_advance(ucp_ep_h ep)
             ucs_list_del(&chunk->list);
             ucp_stream_chunk_free(chunk);
         }
-        if (ucp_stream_recv_ready(req)) {
-            ucs_list_del(&req->list);
-            ucp_stream_recv_complete(req);
-        } else if (n == 0) {
-            return;
-        }
     }
+    ucp_stream_complete_ready(ep);
 }
 
 static ucp_stream_chunk_t *ucp_stream_chunk_new(ucp_ep_h ep, size_t data_len)
@@ -314,16 +367,13 @@ void ucp_stream_deliver(ucp_ep_h ep, const void *data, size_t length)
     size_t n;
 
     /* Straight into the posted receives, unless older chunks wait. */
-    while ((length > 0) && ucs_list_is_empty(&ep->stream.data) &&
-           !ucs_list_is_empty(&ep->stream.reqs)) {
-        req     = ucs_list_head_elem(&ep->stream.reqs, ucp_request_t, list);
-        n       = ucp_stream_fill(req, data, length);
-        data    = (const char*)data + n;
-        length -= n;
-        if (ucp_stream_recv_ready(req)) {
-            ucs_list_del(&req->list);
-            ucp_stream_recv_complete(req);
+    if (ucs_list_is_empty(&ep->stream.data)) {
+        while ((length > 0) && ((req = ucp_stream_cursor(ep)) != NULL)) {
+            n       = ucp_stream_fill(req, data, length);
+            data    = (const char*)data + n;
+            length -= n;
         }
+        ucp_stream_complete_ready(ep);
     }
     if (length == 0) {
         return;
@@ -388,8 +438,11 @@ void ucp_stream_ep_failed(ucp_ep_h ep, ucs_status_t status)
     ucp_stream_chunk_t *chunk;
     ucp_request_t *req;
 
-    /* A fetch in flight no longer writes for a receive that is done. */
+    /* A fetch in flight no longer counts for a receive that is done. */
     ucs_list_for_each(chunk, &ep->stream.data, list) {
+        chunk->target = NULL;
+    }
+    ucs_list_for_each(chunk, &ep->stream.fetches, list) {
         chunk->target = NULL;
     }
     while (!ucs_list_is_empty(&ep->stream.reqs)) {
@@ -420,6 +473,7 @@ void ucp_stream_ep_cleanup(ucp_ep_h ep)
     ucp_stream_ep_failed(ep, UCS_ERR_CANCELED);
     ucp_stream_free_chunks(ep->worker, &ep->stream.data);
     ucp_stream_free_chunks(ep->worker, &ep->stream.held);
+    ucp_stream_free_chunks(ep->worker, &ep->stream.fetches);
     ep->stream.queued = 0;
 }
 
@@ -484,8 +538,9 @@ static ucs_status_ptr_t ucp_stream_recv_common(ucp_ep_h ep, void *buffer,
     }
     req->u.recv.stream_filled   = 0;
     req->u.recv.stream_dev_done = 0;
+    req->u.recv.stream_pending  = 0;
     if (req->dt.length == 0) {
-        ucp_stream_recv_complete(req);
+        ucp_stream_recv_finish(req, UCS_OK);
     } else {
         req->ep = ep;
         ucs_list_add_tail(&ep->stream.reqs, &req->list);

@@ -629,6 +629,64 @@ TEST_P(test_ucp_stream_rndv, stream_rendezvous_into_a_posted_larger_receive)
     EXPECT_EQ(0, memcmp(out.data(), data.data(), big));
 }
 
+/* Several receives posted and several rendezvous sends in flight, with
+ * eager bytes between them and boundaries that do not match: some
+ * messages are fetched straight into a receive while later ones go on,
+ * some do not fit and are fetched into library memory first. Every
+ * receive gets exactly its slice of the stream, in order. */
+TEST_P(test_ucp_stream_rndv, stream_rendezvous_many_in_flight)
+{
+    const size_t recv_len = 2 << 20;
+    std::vector<size_t> lens;
+    for (size_t i = 0; i < 6; ++i) {
+        lens.push_back((3 << 19) + i * 1000); /* ~1.5 MiB: rendezvous */
+        lens.push_back(300 + i);              /* eager */
+    }
+    size_t total = 0;
+    for (size_t l : lens) {
+        total += l;
+    }
+    std::vector<char> data(total);
+    fill(data, 13);
+    size_t nrecv = (total + recv_len - 1) / recv_len;
+    std::vector<char> out(nrecv * recv_len, 0);
+    std::vector<ucs_status_ptr_t> recvs;
+    std::vector<size_t> got(nrecv, 0);
+    for (size_t i = 0; i < nrecv; ++i) {
+        size_t len = std::min(recv_len, total - i * recv_len);
+        recvs.push_back(stream_recv_flags(m_ba, out.data() + i * recv_len, len, &got[i],
+                                          UCP_STREAM_RECV_FLAG_WAITALL));
+        ASSERT_FALSE(UCS_PTR_IS_ERR(recvs.back())) << i;
+    }
+    uint64_t rndv_before = rndv_count(m_a->worker());
+    std::vector<ucs_status_ptr_t> sends;
+    size_t off = 0;
+    for (size_t l : lens) {
+        sends.push_back(ucp_stream_send_nbx(m_ab, data.data() + off, l, NULL));
+        ASSERT_FALSE(UCS_PTR_IS_ERR(sends.back()));
+        off += l;
+    }
+    for (size_t i = 0; i < nrecv; ++i) {
+        size_t len = 0;
+        if (UCS_PTR_IS_PTR(recvs[i])) {
+            ASSERT_TRUE(until([&] {
+                return ucp_stream_recv_request_test(recvs[i], &len) != UCS_INPROGRESS;
+            })) << "receive " << i;
+            EXPECT_EQ(UCS_OK, ucp_request_check_status(recvs[i]));
+            ucp_request_free(recvs[i]);
+        } else {
+            EXPECT_EQ(NULL, recvs[i]);
+            len = got[i];
+        }
+        EXPECT_EQ(std::min(recv_len, total - i * recv_len), len) << "receive " << i;
+    }
+    for (ucs_status_ptr_t s : sends) {
+        EXPECT_EQ(UCS_OK, wait(s));
+    }
+    EXPECT_EQ(0, memcmp(out.data(), data.data(), total));
+    EXPECT_EQ(rndv_before + 6, rndv_count(m_a->worker()));
+}
+
 INSTANTIATE_TEST_SUITE_P(tls, test_ucp_am, ::testing::Values("", "posix", "tcp"));
 INSTANTIATE_TEST_SUITE_P(tls, test_ucp_stream_rndv, ::testing::Values("", "posix", "tcp"));
 
