@@ -534,9 +534,11 @@ int ucp_ep_keepalive(ucp_ep_h ep)
     return 0;
 }
 
-/* Probe, once per interval, the targets of RMA operations still waiting for
- * their answers (a flush may be parked on them). */
-static unsigned ucp_worker_keepalive_rma(ucp_worker_h worker, uint64_t now)
+/* Probe, once per interval, the peers this worker waits for without a
+ * request of its own in flight to them: targets of RMA operations still
+ * waiting for their answers (a flush may be parked on them), and the
+ * senders of bytes a stream receive waits for. */
+static unsigned ucp_worker_keepalive_waiting(ucp_worker_h worker, uint64_t now)
 {
     ucp_ep_h ep;
 
@@ -547,7 +549,9 @@ static unsigned ucp_worker_keepalive_rma(ucp_worker_h worker, uint64_t now)
     ucs_list_for_each(ep, &worker->eps, link) {
         if ((ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) &&
             !(ep->flags & UCP_EP_FLAG_FAILED) &&
-            (ep->rma.replied != ep->rma.issued) && ucp_ep_keepalive(ep)) {
+            ((ep->rma.replied != ep->rma.issued) ||
+             !ucs_list_is_empty(&ep->stream.reqs)) &&
+            ucp_ep_keepalive(ep)) {
             return 1; /* the list changed under us */
         }
     }
@@ -555,15 +559,15 @@ static unsigned ucp_worker_keepalive_rma(ucp_worker_h worker, uint64_t now)
 }
 
 /* A peer that died while we wait for it (a sync send's acknowledgement, an
- * RMA answer) sends nothing that would tell us: probe it now and then. */
+ * RMA answer, stream bytes) sends nothing that would tell us: probe it now and then. */
 unsigned ucp_worker_keepalive(ucp_worker_h worker)
 {
     uint64_t now = 0;
     ucp_request_t *req;
 
-    if (!ucs_list_is_empty(&worker->rma_reqs)) {
+    if (!ucs_list_is_empty(&worker->rma_reqs) || (worker->stream_waiting > 0)) {
         now = ucs_get_time_ns();
-        if (ucp_worker_keepalive_rma(worker, now)) {
+        if (ucp_worker_keepalive_waiting(worker, now)) {
             return 1;
         }
     }

@@ -340,7 +340,9 @@ struct ucp_worker {
     ucs_list_link_t    free_reqs;
     ucs_list_link_t    rma_reqs;     /* RMA operations awaiting replies */
     uint64_t           rma_next_id;
-    uint64_t           rma_keepalive_ns; /* next probe of RMA targets */
+    uint64_t           rma_keepalive_ns; /* next probe of RMA targets and of
+                                            peers of stream receives */
+    unsigned           stream_waiting;   /* stream receives posted */
     unsigned           live_reqs;    /* allocated and not given back */
     uint64_t           next_msg_id;
     uint64_t           next_sync_id;

@@ -139,6 +139,7 @@ static void ucp_stream_complete_ready(ucp_ep_h ep)
             return;
         }
         ucs_list_del(&req->list);
+        --ep->worker->stream_waiting;
         ucp_stream_recv_finish(req, (req->status == UCS_INPROGRESS) ? UCS_OK :
                                                                       req->status);
     }
@@ -447,6 +448,7 @@ void ucp_stream_ep_failed(ucp_ep_h ep, ucs_status_t status)
     }
     while (!ucs_list_is_empty(&ep->stream.reqs)) {
         req = ucs_list_extract_head_elem(&ep->stream.reqs, ucp_request_t, list);
+        --ep->worker->stream_waiting;
         ucp_stream_recv_finish(req, status);
     }
 }
@@ -544,6 +546,7 @@ static ucs_status_ptr_t ucp_stream_recv_common(ucp_ep_h ep, void *buffer,
     } else {
         req->ep = ep;
         ucs_list_add_tail(&ep->stream.reqs, &req->list);
+        ++worker->stream_waiting;
         ucp_stream_advance(ep);
     }
     if ((old_cb != NULL) && (req->flags & UCP_REQ_FLAG_COMPLETED)) {

@@ -12,6 +12,7 @@
 
 #include <ucp/core/ucp_proto_stats.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -761,5 +762,158 @@ TEST_P(test_ucp_am_2proc, eager_rendezvous_and_stream_between_processes)
 
 INSTANTIATE_TEST_SUITE_P(tls, test_ucp_am_2proc,
                          ::testing::Values("", "posix", "tcp"));
+
+/* ---- a peer that dies --------------------------------------------------------- */
+
+const double k_fault_bound = 30; /* seconds the survivor may need to learn it */
+
+void count_ep_error(void *arg, ucp_ep_h, ucs_status_t status)
+{
+    ++((std::pair<int, ucs_status_t>*)arg)->first;
+    ((std::pair<int, ucs_status_t>*)arg)->second = status;
+}
+
+class test_ucp_am_fault : public ::testing::TestWithParam<const char*> {
+protected:
+    /*
+     * The victim (a child) connects with error handling PEER, runs @a victim
+     * and reports its pid, then waits to be SIGKILLed; the survivor (this
+     * process) connects the same way and runs @a survivor with the pid.
+     */
+    void run(const std::function<void(ucp_entity &, ucp_ep_h, oob_channel &, pid_t)> &survivor,
+             const std::function<void(ucp_entity &, ucp_ep_h)> &victim)
+    {
+        two_process_result r = run_two_processes_raw(
+            [&](oob_channel &ch) {
+                ucp_entity e(GetParam(), UCS_THREAD_MODE_SINGLE, k_features);
+                std::string peer;
+                ASSERT_TRUE(ch.send_blob(e.address()));
+                ASSERT_TRUE(ch.recv_blob(peer));
+                ucp_ep_h ep = e.connect(peer, true, count_ep_error, &m_errors);
+                pid_t pid;
+                ASSERT_TRUE(ch.recv(&pid, sizeof(pid)));
+                survivor(e, ep, ch, pid);
+                EXPECT_EQ(1, m_errors.first) << "error handler calls";
+                /* Closing a failed ep completes, with and without FORCE. */
+                ucp_request_param_t p;
+                memset(&p, 0, sizeof(p));
+                ucs_status_t st = e.wait(ucp_ep_close_nbx(ep, &p), k_fault_bound);
+                EXPECT_NE(UCS_ERR_TIMED_OUT, st) << "close of a dead peer's ep";
+                /* The worker still works: a loopback AM arrives. */
+                ucp_ep_h self = e.connect(e.address());
+                am_seen seen;
+                set_handler(e.worker(), 9, &seen);
+                ASSERT_EQ(UCS_OK, e.wait(am_send(self, 9, "alive", "x", 1)));
+                while (seen.count == 0) {
+                    ucp_worker_progress(e.worker());
+                }
+                EXPECT_EQ("alive", seen.header);
+                e.close(self);
+            },
+            [&](oob_channel &ch) {
+                ucp_entity e(GetParam(), UCS_THREAD_MODE_SINGLE, k_features);
+                std::string peer;
+                ASSERT_TRUE(ch.recv_blob(peer));
+                ASSERT_TRUE(ch.send_blob(e.address()));
+                ucp_ep_h ep = e.connect(peer, true);
+                victim(e, ep);
+                pid_t self = getpid();
+                ch.send(&self, sizeof(self));
+                for (;;) { /* until SIGKILL */
+                    ucp_worker_progress(e.worker());
+                }
+            },
+            120.0);
+        (void)r; /* the child was killed: its status says nothing */
+    }
+
+    static void kill_and_reap(pid_t pid)
+    {
+        kill(pid, SIGKILL);
+    }
+
+    std::pair<int, ucs_status_t> m_errors{0, UCS_OK};
+};
+
+/* The sender of a rendezvous AM dies after the announcement and before the
+ * receiver fetched it: the fetch ends with an error in bounded time. */
+TEST_P(test_ucp_am_fault, sender_dies_before_rendezvous_data_is_fetched)
+{
+    const size_t len = 8 << 20;
+    run(
+        [&](ucp_entity &e, ucp_ep_h, oob_channel &, pid_t pid) {
+            am_seen seen;
+            set_handler(e.worker(), 3, &seen);
+            while (seen.count == 0) {
+                ucp_worker_progress(e.worker());
+            }
+            ASSERT_TRUE(seen.attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
+            kill_and_reap(pid);
+            usleep(100000);
+            std::vector<char> out(len);
+            auto start = std::chrono::steady_clock::now();
+            ucs_status_t st = e.wait(ucp_am_recv_data_nbx(e.worker(), seen.desc,
+                                                          out.data(), len, NULL),
+                                     k_fault_bound);
+            /* cma may read it all before noticing; else an error, not a hang */
+            EXPECT_NE(UCS_ERR_TIMED_OUT, st) << "the fetch outlived the sender";
+            while ((m_errors.first == 0) &&
+                   (std::chrono::steady_clock::now() - start <
+                    std::chrono::duration<double>(k_fault_bound))) {
+                ucp_worker_progress(e.worker());
+            }
+            EXPECT_NE(UCS_OK, m_errors.second);
+        },
+        [&](ucp_entity &e, ucp_ep_h ep) {
+            static std::vector<char> buf(len, 'v');
+            ucp_request_param_t p;
+            memset(&p, 0, sizeof(p));
+            p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            p.flags        = UCP_AM_SEND_FLAG_RNDV;
+            ucs_status_ptr_t r = ucp_am_send_nbx(ep, 3, "h", 1, buf.data(), len, &p);
+            ASSERT_FALSE(UCS_PTR_IS_ERR(r));
+            for (int i = 0; i < 1000; ++i) {
+                ucp_worker_progress(e.worker());
+            }
+        });
+}
+
+/* A stream receive waits for bytes the peer will never send: it ends with
+ * an error once the peer is found dead, while no traffic flows. */
+TEST_P(test_ucp_am_fault, stream_receive_waiting_on_a_dead_peer_fails)
+{
+    run(
+        [&](ucp_entity &e, ucp_ep_h ep, oob_channel &, pid_t pid) {
+            std::vector<char> out(2000);
+            size_t got = 0;
+            ucp_request_param_t p;
+            memset(&p, 0, sizeof(p));
+            p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            p.flags        = UCP_STREAM_RECV_FLAG_WAITALL;
+            ucs_status_ptr_t r = ucp_stream_recv_nbx(ep, out.data(), out.size(), &got, &p);
+            ASSERT_TRUE(UCS_PTR_IS_PTR(r)) << "only 1000 bytes were sent";
+            for (int i = 0; i < 1000; ++i) {
+                ucp_worker_progress(e.worker());
+            }
+            kill_and_reap(pid);
+            auto start = std::chrono::steady_clock::now();
+            ucs_status_t st = e.wait(r, k_fault_bound);
+            double took = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start).count();
+            EXPECT_NE(UCS_ERR_TIMED_OUT, st) << "the receive outlived the peer";
+            EXPECT_NE(UCS_OK, st);
+            EXPECT_LT(took, k_fault_bound);
+            printf("[ fault    ] %s: stream receive ended with %s after %.2f s\n",
+                   GetParam(), ucs_status_string(st), took);
+            /* later operations fail at once */
+            EXPECT_TRUE(UCS_PTR_IS_ERR(ucp_stream_send_nbx(ep, out.data(), 10, NULL)));
+        },
+        [&](ucp_entity &e, ucp_ep_h ep) {
+            std::vector<char> buf(1000, 's');
+            ASSERT_EQ(UCS_OK, e.wait(ucp_stream_send_nbx(ep, buf.data(), buf.size(), NULL)));
+        });
+}
+
+INSTANTIATE_TEST_SUITE_P(tls, test_ucp_am_fault, ::testing::Values("", "posix", "tcp"));
 
 } // namespace

@@ -10,6 +10,8 @@
 #include "ucp/ucp_test.h"
 
 #include <arpa/inet.h>
+#include <signal.h>
+#include <unistd.h>
 #include <netinet/in.h>
 
 #include <chrono>
@@ -267,5 +269,146 @@ TEST_P(test_ucp_sockaddr, nobody_listening_and_port_in_use)
 }
 
 INSTANTIATE_TEST_SUITE_P(family, test_ucp_sockaddr, ::testing::Values(AF_INET, AF_INET6));
+
+/* A client killed during the handshake, right after ucp_ep_create or after
+ * some progress of its side: the server's endpoint of it, if its request
+ * got that far, fails within a bounded time; nothing hangs, and the same
+ * listener then accepts a new client that talks. */
+TEST(test_ucp_sockaddr_fault, client_killed_mid_handshake_then_another_connects)
+{
+    const double bound = 30;
+
+    for (int iters : {0, 50, 2000}) {
+        two_process_result r = run_two_processes_raw(
+            [&](oob_channel &ch) {
+                ucp_entity server("", UCS_THREAD_MODE_SINGLE, k_features);
+                ucp_entity client("", UCS_THREAD_MODE_SINGLE, k_features);
+                server_state st;
+                st.worker = server.worker();
+                struct sockaddr_in a;
+                memset(&a, 0, sizeof(a));
+                a.sin_family      = AF_INET;
+                a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                ucp_listener_params_t lp;
+                memset(&lp, 0, sizeof(lp));
+                lp.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                                      UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+                lp.sockaddr.addr    = (struct sockaddr*)&a;
+                lp.sockaddr.addrlen = sizeof(a);
+                lp.conn_handler.cb  = on_conn;
+                lp.conn_handler.arg = &st;
+                ASSERT_EQ(UCS_OK, ucp_listener_create(server.worker(), &lp, &st.listener));
+                ucp_listener_attr_t la;
+                la.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+                ASSERT_EQ(UCS_OK, ucp_listener_query(st.listener, &la));
+                memcpy(&a, &la.sockaddr, sizeof(a));
+                ASSERT_TRUE(ch.send(&a, sizeof(a)));
+                pid_t pid;
+                ASSERT_TRUE(ch.recv(&pid, sizeof(pid)));
+                kill(pid, SIGKILL);
+
+                auto progress_until = [&](const std::function<bool()> &done,
+                                          double sec) {
+                    auto end = std::chrono::steady_clock::now() +
+                               std::chrono::duration<double>(sec);
+                    while (!done()) {
+                        if (std::chrono::steady_clock::now() > end) {
+                            return false;
+                        }
+                        ucp_worker_progress(server.worker());
+                        ucp_worker_progress(client.worker());
+                    }
+                    return true;
+                };
+                /* Its request may never have arrived: then 3 quiet seconds. */
+                auto start = std::chrono::steady_clock::now();
+                bool ended = progress_until([&] {
+                    return (st.ep != NULL) ? (st.ep_error != UCS_OK) :
+                           (std::chrono::steady_clock::now() - start >
+                            std::chrono::seconds(3));
+                }, bound);
+                EXPECT_TRUE(ended) << "the server's endpoint of a dead client "
+                                      "did not fail within " << bound << " s";
+                printf("[ fault    ] client killed after %d progress calls: %s\n",
+                       iters, (st.ep == NULL) ? "no request reached the server" :
+                       ucs_status_string(st.ep_error));
+                if (st.ep != NULL) {
+                    ucp_request_param_t force;
+                    memset(&force, 0, sizeof(force));
+                    force.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+                    force.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+                    EXPECT_NE(UCS_ERR_TIMED_OUT,
+                              server.wait(ucp_ep_close_nbx(st.ep, &force), bound));
+                    st.ep       = NULL;
+                    st.ep_error = UCS_OK;
+                }
+
+                /* The listener still accepts: a client that talks. */
+                ucs_status_t cerr = UCS_OK;
+                ucp_ep_params_t p;
+                memset(&p, 0, sizeof(p));
+                p.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
+                               UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                               UCP_EP_PARAM_FIELD_ERR_HANDLER;
+                p.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+                p.sockaddr.addr    = (struct sockaddr*)&a;
+                p.sockaddr.addrlen = sizeof(a);
+                p.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
+                p.err_handler.cb   = on_ep_error;
+                p.err_handler.arg  = &cerr;
+                ucp_ep_h ep;
+                ASSERT_EQ(UCS_OK, ucp_ep_create(client.worker(), &p, &ep));
+                uint64_t v = 99, got = 0;
+                ucs_status_ptr_t sreq = ucp_tag_send_nbx(ep, &v, sizeof(v), 5, NULL);
+                ASSERT_FALSE(UCS_PTR_IS_ERR(sreq));
+                ucs_status_ptr_t rreq = ucp_tag_recv_nbx(server.worker(), &got,
+                                                         sizeof(got), 5, ~0ull, NULL);
+                ASSERT_FALSE(UCS_PTR_IS_ERR(rreq));
+                EXPECT_TRUE(progress_until([&] {
+                    return (!UCS_PTR_IS_PTR(rreq) ||
+                            (ucp_request_check_status(rreq) != UCS_INPROGRESS)) &&
+                           (!UCS_PTR_IS_PTR(sreq) ||
+                            (ucp_request_check_status(sreq) != UCS_INPROGRESS));
+                }, bound));
+                if (UCS_PTR_IS_PTR(rreq)) {
+                    EXPECT_EQ(UCS_OK, ucp_request_check_status(rreq));
+                    ucp_request_free(rreq);
+                }
+                if (UCS_PTR_IS_PTR(sreq)) {
+                    ucp_request_free(sreq);
+                }
+                EXPECT_EQ(99u, got);
+                EXPECT_EQ(UCS_OK, cerr);
+                client.close(ep);
+                if (st.ep != NULL) {
+                    server.close(st.ep);
+                }
+                ucp_listener_destroy(st.listener);
+            },
+            [&](oob_channel &ch) {
+                ucp_entity c("", UCS_THREAD_MODE_SINGLE, k_features);
+                struct sockaddr_in a;
+                ASSERT_TRUE(ch.recv(&a, sizeof(a)));
+                ucp_ep_params_t p;
+                memset(&p, 0, sizeof(p));
+                p.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS;
+                p.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+                p.sockaddr.addr    = (struct sockaddr*)&a;
+                p.sockaddr.addrlen = sizeof(a);
+                ucp_ep_h ep;
+                ASSERT_EQ(UCS_OK, ucp_ep_create(c.worker(), &p, &ep));
+                for (int i = 0; i < iters; ++i) {
+                    ucp_worker_progress(c.worker());
+                }
+                pid_t self = getpid();
+                ch.send(&self, sizeof(self));
+                for (;;) { /* until SIGKILL, the handshake left where it is */
+                    pause();
+                }
+            },
+            60.0);
+        (void)r; /* the client was killed: its status says nothing */
+    }
+}
 
 } // namespace
