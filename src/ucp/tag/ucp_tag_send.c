@@ -404,6 +404,50 @@ void ucp_send_resubmit(ucp_request_t *req)
     }
 }
 
+/* Most bytes an AM or stream message sends through one am_short: its
+ * origin words, user header and data, packed on the stack. */
+#define UCP_SEND_SHORT_AM_MAX 256
+
+/*
+ * One am_short of @a length bytes of host memory at @a buffer: a tag message
+ * with its tag as the transport's header; an AM or stream message with its
+ * word as the header and [worker uuid][receiver's ep id][user header][data]
+ * as the payload, the layout AM_SINGLE has. Anything else, or a transport
+ * that is busy, is UCS_ERR_NO_RESOURCE: the request path then takes it.
+ */
+static ucs_status_t ucp_send_short(ucp_ep_h ep, const ucp_send_msg_t *msg,
+                                   const void *buffer, size_t length,
+                                   const ucp_request_param_t *param)
+{
+    uint64_t packed[UCP_SEND_SHORT_AM_MAX / sizeof(uint64_t)];
+    size_t total;
+
+    if (msg->kind == UCP_SEND_KIND_TAG) {
+        if ((length > ep->max_short) ||
+            (ucp_tag_memtype(ep->worker, buffer, length, param) !=
+             UCS_MEMORY_TYPE_HOST)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        return uct_ep_am_short(ep->uct_ep, UCP_AM_ID_EAGER_ONLY, msg->word, buffer,
+                               (unsigned)length);
+    }
+    total = 2 * sizeof(uint64_t) + msg->prefix_len + length;
+    if ((total > ep->max_short) || (total > sizeof(packed)) ||
+        (ucp_tag_memtype(ep->worker, buffer, length, param) != UCS_MEMORY_TYPE_HOST)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    packed[0] = ep->worker->uuid;
+    packed[1] = ep->remote_ep_id;
+    if (msg->prefix_len > 0) {
+        memcpy(&packed[2], msg->prefix, msg->prefix_len);
+    }
+    if (length > 0) {
+        memcpy((char*)&packed[2] + msg->prefix_len, buffer, length);
+    }
+    return uct_ep_am_short(ep->uct_ep, UCP_AM_ID_AM_SINGLE, msg->word, packed,
+                           (unsigned)total);
+}
+
 ucs_status_ptr_t ucp_send_common(ucp_ep_h ep, const void *buffer, size_t count,
                                  const ucp_send_msg_t *msg,
                                  const ucp_request_param_t *param)
@@ -425,17 +469,14 @@ ucs_status_ptr_t ucp_send_common(ucp_ep_h ep, const void *buffer, size_t count,
         goto out;
     }
 
-    /* Fast path: small contiguous host data of a tag message on an idle
-     * endpoint (a connecting one always has its handshake in the queue). */
-    if ((msg->kind == UCP_SEND_KIND_TAG) && !msg->sync &&
+    /* Fast path: small contiguous host data on an idle endpoint (a
+     * connecting one always has its handshake in the queue). */
+    if (!msg->sync && (msg->proto != UCP_SEND_PROTO_RNDV) &&
         ((datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) &&
         !(attr & UCP_OP_ATTR_FLAG_NO_IMM_CMPL) && ucs_queue_is_empty(&ep->send_q)) {
         length = count * (size_t)(datatype >> UCP_DATATYPE_SHIFT);
-        if ((length <= ep->max_short) &&
-            (length < ucp_rndv_thresh(ep, UCP_RNDV_KIND_HOST)) &&
-            (ucp_tag_memtype(worker, buffer, length, param) == UCS_MEMORY_TYPE_HOST) &&
-            (uct_ep_am_short(ep->uct_ep, UCP_AM_ID_EAGER_ONLY, msg->word, buffer,
-                             (unsigned)length) == UCS_OK)) {
+        if ((length < ucp_rndv_thresh(ep, UCP_RNDV_KIND_HOST)) &&
+            (ucp_send_short(ep, msg, buffer, length, param) == UCS_OK)) {
             ++worker->proto_stats[UCP_PROTO_STAT_EAGER_SHORT];
             ret = NULL;
             goto out;
