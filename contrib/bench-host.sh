@@ -15,7 +15,11 @@
 #     once over Debian's: ping-pong latency 8 B and 1 KiB, message rate with
 #     64 in flight at 8 B, bandwidth 1 KiB..4 MiB with 16 in flight,
 #     MPI_Sendrecv (both directions at once) 64 KiB..4 MiB.
-#  4. Tuned, labelled: UCX_TLS=posix,self for both tools (UCT am_lat 8 B
+#  4. Default settings, ucx_perftest client/server, the other UCP APIs:
+#     ucp_am_lat and stream_lat 8 B, ucp_am_bw and stream_bw 64 KiB and
+#     1 MiB (upstream's AM data is not copied out of its receive handler,
+#     nor ours: same work on both sides).
+#  5. Tuned, labelled: UCX_TLS=posix,self for both tools (UCT am_lat 8 B
 #     short and am_bw 64 KiB bcopy over posix; UCP tag_lat 8 B, tag_bw
 #     64 KiB and 4 MiB).
 #
@@ -29,7 +33,8 @@
 #   LAT_ITERS=200000   latency iterations (warm-up: 10000)
 #   BW_ITERS=20000     bandwidth iterations up to 64 KiB (1 MiB: /10, 4 MiB: /40)
 #   MPI=1              section 3 (needs mpicc and mpirun: Debian's openmpi-bin)
-#   TUNED=1            section 4
+#   APIS=1             section 4
+#   TUNED=1            section 5
 #   CPUS="0 1"         CPUs of the server and of the client (taskset), also
 #                      the MPI ranks' binding; CPUS= (empty) runs unpinned
 #   PORT=13400         first TCP port for the exchange (one per run)
@@ -47,6 +52,7 @@ lat_iters=${LAT_ITERS:-200000}
 bw_iters=${BW_ITERS:-20000}
 do_mpi=${MPI:-1}
 do_tuned=${TUNED:-1}
+do_apis=${APIS:-1}
 cpus=${CPUS-0 1}
 port=${PORT:-13400}
 
@@ -224,7 +230,16 @@ for ((r = 1; r <= reps; ++r)); do
         run_mpi o || exit 1
         run_mpi u || exit 1
     fi
-    # 4. tuned
+    # 4. AM and stream
+    if [ "$do_apis" = 1 ]; then
+        ucp_both amlat8 -- -t ucp_am_lat -s 8 "${lat_args[@]}" || exit 1
+        ucp_both stlat8 -- -t stream_lat -s 8 "${lat_args[@]}" || exit 1
+        ucp_both ambw64k -- -t ucp_am_bw -s 65536 "${bw_args[@]}" || exit 1
+        ucp_both ambw1m -- -t ucp_am_bw -s 1048576 "${mid_args[@]}" || exit 1
+        ucp_both stbw64k -- -t stream_bw -s 65536 "${bw_args[@]}" || exit 1
+        ucp_both stbw1m -- -t stream_bw -s 1048576 "${mid_args[@]}" || exit 1
+    fi
+    # 5. tuned
     if [ "$do_tuned" = 1 ]; then
         line=$(run_pair "$ours" -- -t am_lat -x posix -d memory -s 8 -D short "${lat_args[@]}") || exit 1
         record T.amlat.o "$(col $O_LAT "$line")"
@@ -271,8 +286,18 @@ if [ "$mpi_ok" = 1 ]; then
     done
 fi
 
+if [ "$do_apis" = 1 ]; then
+    header "4. default settings, ucx_perftest client/server, AM and stream"
+    row "ucp_am_lat 8 B, median latency (us)" amlat8.o.lat amlat8.u.lat "<=" 1.0
+    row "stream_lat 8 B, median latency (us)" stlat8.o.lat stlat8.u.lat "<=" 1.0
+    row "ucp_am_bw 64 KiB, bandwidth (MB/s)" ambw64k.o.bw ambw64k.u.bw ">=" 1.0
+    row "ucp_am_bw 1 MiB, bandwidth (MB/s)" ambw1m.o.bw ambw1m.u.bw ">=" 1.0
+    row "stream_bw 64 KiB, bandwidth (MB/s)" stbw64k.o.bw stbw64k.u.bw ">=" 1.0
+    row "stream_bw 1 MiB, bandwidth (MB/s)" stbw1m.o.bw stbw1m.u.bw ">=" 1.0
+fi
+
 if [ "$do_tuned" = 1 ]; then
-    header "4. tuned: UCX_TLS=posix,self (UCT rows: -x posix -d memory)"
+    header "5. tuned: UCX_TLS=posix,self (UCT rows: -x posix -d memory)"
     row "am_lat 8 B short, median latency (us)" T.amlat.o T.amlat.u "<=" 1.0
     row "am_bw 64 KiB bcopy, bandwidth (MB/s)" T.ambw.o T.ambw.u ">=" 1.0
     row "tag_lat 8 B, median latency (us)" Tlat8.o.lat Tlat8.u.lat "<=" 0.8
