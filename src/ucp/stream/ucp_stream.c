@@ -293,7 +293,11 @@ static int ucp_stream_fetch(ucp_ep_h ep, ucp_stream_chunk_t *chunk, ucp_request_
                        UCP_REQ_FLAG_RECV_LENGTH | UCP_REQ_FLAG_CB_RECV_AM;
     fr->cb.recv_am   = ucp_stream_fetch_cb;
     fr->user_data    = chunk;
-    status = ucp_request_recv_buffer(fr, target, chunk->length, &param);
+    /* The target is contiguous memory of a known type that the rendezvous
+     * writes directly: no staging set-up (a host bounce of the whole
+     * length that the rendezvous would free at once). */
+    status = ucp_dt_state_init(&fr->dt, target, chunk->length, ucp_dt_make_contig(1), 1);
+    fr->mem_type = param.memory_type;
     if (status != UCS_OK) {
         ucp_request_put(fr);
         ucp_stream_fetched(ep, chunk, status);
