@@ -171,6 +171,34 @@ ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t *ops,
  */
 void ucp_dt_destroy(ucp_datatype_t datatype);
 
+/** Bits of ucp_datatype_attr_t::field_mask. */
+enum ucp_datatype_attr_field {
+    UCP_DATATYPE_ATTR_FIELD_PACKED_SIZE = UCS_BIT(0), /**< packed_size is asked */
+    UCP_DATATYPE_ATTR_FIELD_BUFFER      = UCS_BIT(1), /**< buffer is set */
+    UCP_DATATYPE_ATTR_FIELD_COUNT       = UCS_BIT(2)  /**< count is set */
+};
+
+/** What ucp_dt_query() reports of a datatype applied to a buffer. */
+typedef struct ucp_datatype_attr {
+    uint64_t   field_mask;  /**< ucp_datatype_attr_field bits */
+    size_t     packed_size; /**< out: bytes the data occupies packed */
+    const void *buffer;     /**< in: the data (IOV: the ucp_dt_iov_t array) */
+    size_t     count;       /**< in: elements (IOV: entries); 1 if not set */
+} ucp_datatype_attr_t;
+
+/**
+ * Query a datatype: with UCP_DATATYPE_ATTR_FIELD_PACKED_SIZE, the number of
+ * bytes @a attr->count elements at @a attr->buffer occupy on the wire (a
+ * contiguous type needs no buffer; an IOV type reads its entries; a generic
+ * type runs its start_pack, packed_size and finish callbacks).
+ *
+ * @param datatype  any datatype.
+ * @param attr      in: field_mask, buffer, count; out: packed_size.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM when @a attr is NULL or an IOV or
+ *         generic type comes without its buffer.
+ */
+ucs_status_t ucp_dt_query(ucp_datatype_t datatype, ucp_datatype_attr_t *attr);
+
 
 /* ======================================================================== */
 /* Requests and operation parameters                                         */
@@ -1265,6 +1293,54 @@ ucs_status_t ucp_mem_advise(ucp_context_h context, ucp_mem_h memh,
 ucs_status_t ucp_rkey_pack(ucp_context_h context, ucp_mem_h memh,
                            void **rkey_buffer_p, size_t *size_p);
 
+/** Bits of ucp_memh_pack_params_t::field_mask. */
+enum ucp_memh_pack_params_field {
+    UCP_MEMH_PACK_PARAM_FIELD_FLAGS = UCS_BIT(0) /**< flags is set */
+};
+
+/** Flags of ucp_memh_pack(). */
+enum ucp_memh_pack_flags {
+    /** Pack the handle for a peer's local use of the same physical memory
+     *  (ucp_mem_map with an exported buffer). Not supported here. */
+    UCP_MEMH_PACK_FLAG_EXPORT = UCS_BIT(0)
+};
+
+/** Parameters of ucp_memh_pack(). */
+typedef struct ucp_memh_pack_params {
+    uint64_t field_mask; /**< ucp_memh_pack_params_field bits */
+    uint64_t flags;      /**< ucp_memh_pack_flags */
+} ucp_memh_pack_params_t;
+
+/** Parameters of ucp_memh_buffer_release(). */
+typedef struct ucp_memh_buffer_release_params {
+    uint64_t field_mask; /**< no fields yet: 0 */
+} ucp_memh_buffer_release_params_t;
+
+/**
+ * Pack a memory handle for peers: without flags, the remote key buffer of
+ * ucp_rkey_pack() (a peer makes it a key with ucp_ep_rkey_unpack()).
+ *
+ * @param memh           the region.
+ * @param params         flags; NULL for none.
+ * @param buffer_p       receives the buffer: free it with
+ *                       ucp_memh_buffer_release().
+ * @param buffer_size_p  receives its size in bytes.
+ * @return UCS_OK; UCS_ERR_UNSUPPORTED for UCP_MEMH_PACK_FLAG_EXPORT (this
+ *         library has no exported memory handles); UCS_ERR_INVALID_PARAM;
+ *         UCS_ERR_NO_MEMORY.
+ */
+ucs_status_t ucp_memh_pack(ucp_mem_h memh, const ucp_memh_pack_params_t *params,
+                           void **buffer_p, size_t *buffer_size_p);
+
+/**
+ * Free a buffer from ucp_memh_pack().
+ *
+ * @param buffer  the buffer.
+ * @param params  no fields yet; may be NULL.
+ */
+void ucp_memh_buffer_release(void *buffer,
+                             const ucp_memh_buffer_release_params_t *params);
+
 /**
  * Free a buffer from ucp_rkey_pack().
  *
@@ -1285,6 +1361,28 @@ void ucp_rkey_buffer_release(void *rkey_buffer);
  */
 ucs_status_t ucp_ep_rkey_unpack(ucp_ep_h ep, const void *rkey_buffer,
                                 ucp_rkey_h *rkey_p);
+
+/** Parameters of ucp_rkey_compare(). */
+typedef struct ucp_rkey_compare_params {
+    uint64_t field_mask; /**< no fields yet: must be 0 */
+} ucp_rkey_compare_params_t;
+
+/**
+ * Order two remote keys unpacked on @a worker: @a result is 0 when both
+ * were unpacked from the same packed key (the same registration of one
+ * peer, reached through the same transport), else negative or positive,
+ * consistently (a total order, e.g. for a cache of keys).
+ *
+ * @param worker  the worker of both keys' endpoints.
+ * @param rkey1   a key.
+ * @param rkey2   a key.
+ * @param params  field_mask must be 0.
+ * @param result  receives the order.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for a NULL argument or a field_mask
+ *         with unknown bits.
+ */
+ucs_status_t ucp_rkey_compare(ucp_worker_h worker, ucp_rkey_h rkey1, ucp_rkey_h rkey2,
+                              const ucp_rkey_compare_params_t *params, int *result);
 
 /**
  * Get a local pointer through which this process can load and store the

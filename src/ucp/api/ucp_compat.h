@@ -45,6 +45,18 @@ void ucp_ep_destroy(ucp_ep_h ep);
 ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h ep);
 
 /**
+ * Change an endpoint's parameters; replaced by recreating the endpoint.
+ * Only the user data (UCP_EP_PARAM_FIELD_USER_DATA) and the error handler
+ * (UCP_EP_PARAM_FIELD_ERR_HANDLER) can change; they take effect at once.
+ *
+ * @param ep      the endpoint.
+ * @param params  the new values, by field_mask.
+ * @return NULL (done); UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED) for any other
+ *         field (nothing is changed then); UCS_ERR_INVALID_PARAM for NULL.
+ */
+ucs_status_ptr_t ucp_ep_modify_nb(ucp_ep_h ep, const ucp_ep_params_t *params);
+
+/**
  * Whether a request has completed; for a completed tag receive also its
  * sender tag and length. Replaced by ucp_request_check_status() (and, in
  * upstream UCX, by ucp_tag_recv_request_test(), which this library does not

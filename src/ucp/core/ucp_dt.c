@@ -156,3 +156,32 @@ ucs_status_t ucp_dt_unpack(ucp_dt_state_t *state, size_t offset,
                                                               offset, src, length);
     }
 }
+
+ucs_status_t ucp_dt_query(ucp_datatype_t datatype, ucp_datatype_attr_t *attr)
+{
+    unsigned dt_class = datatype & UCP_DATATYPE_CLASS_MASK;
+    const void *buffer;
+    ucp_dt_state_t state;
+    ucs_status_t status;
+    size_t count;
+
+    if (attr == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!(attr->field_mask & UCP_DATATYPE_ATTR_FIELD_PACKED_SIZE)) {
+        return UCS_OK; /* nothing asked */
+    }
+    buffer = (attr->field_mask & UCP_DATATYPE_ATTR_FIELD_BUFFER) ? attr->buffer : NULL;
+    count  = (attr->field_mask & UCP_DATATYPE_ATTR_FIELD_COUNT) ? attr->count : 1;
+    if ((dt_class != UCP_DATATYPE_CONTIG) && (buffer == NULL) && (count > 0)) {
+        /* the entries (IOV) or the callbacks' input (generic) are needed */
+        return UCS_ERR_INVALID_PARAM;
+    }
+    status = ucp_dt_state_init(&state, buffer, count, datatype, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+    attr->packed_size = state.length;
+    ucp_dt_state_finish(&state);
+    return UCS_OK;
+}

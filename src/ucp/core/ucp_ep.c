@@ -788,6 +788,26 @@ ucs_status_ptr_t ucp_disconnect_nb(ucp_ep_h ep)
     return ucp_ep_close_nb(ep, UCP_EP_CLOSE_MODE_FLUSH);
 }
 
+ucs_status_ptr_t ucp_ep_modify_nb(ucp_ep_h ep, const ucp_ep_params_t *params)
+{
+    const uint64_t changeable = UCP_EP_PARAM_FIELD_USER_DATA |
+                                UCP_EP_PARAM_FIELD_ERR_HANDLER;
+
+    if ((ep == NULL) || (params == NULL)) {
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    if (params->field_mask & ~changeable) {
+        ucs_debug("ucp_ep_modify_nb(%s): only the user data and the error "
+                  "handler can change (field_mask 0x%llx)", ep->name,
+                  (unsigned long long)params->field_mask);
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    }
+    ucp_worker_lock(ep->worker);
+    ucp_ep_apply_params(ep, params);
+    ucp_worker_unlock(ep->worker);
+    return NULL;
+}
+
 ucs_status_t ucp_ep_query(ucp_ep_h ep, ucp_ep_attr_t *attr)
 {
     ucs_status_t status = UCS_OK;

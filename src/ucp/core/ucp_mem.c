@@ -466,3 +466,59 @@ void ucp_rkey_region(ucp_rkey_h rkey, uint64_t *id_p, uint64_t *address_p,
     *address_p = rkey->address;
     *length_p  = rkey->length;
 }
+
+ucs_status_t ucp_memh_pack(ucp_mem_h memh, const ucp_memh_pack_params_t *params,
+                           void **buffer_p, size_t *buffer_size_p)
+{
+    uint64_t flags = ((params != NULL) &&
+                      (params->field_mask & UCP_MEMH_PACK_PARAM_FIELD_FLAGS)) ?
+                     params->flags : 0;
+
+    if ((memh == NULL) || (buffer_p == NULL) || (buffer_size_p == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (flags & UCP_MEMH_PACK_FLAG_EXPORT) {
+        ucs_debug("ucp_memh_pack: exported memory handles are not supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (flags != 0) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return ucp_rkey_pack(memh->context, memh, buffer_p, buffer_size_p);
+}
+
+void ucp_memh_buffer_release(void *buffer,
+                             const ucp_memh_buffer_release_params_t *params)
+{
+    (void)params;
+    ucp_rkey_buffer_release(buffer);
+}
+
+/* -1, 0 or 1 as @a a is below, equal to or above @a b. */
+static int ucp_rkey_cmp_u64(uint64_t a, uint64_t b)
+{
+    return (a > b) - (a < b);
+}
+
+ucs_status_t ucp_rkey_compare(ucp_worker_h worker, ucp_rkey_h rkey1, ucp_rkey_h rkey2,
+                              const ucp_rkey_compare_params_t *params, int *result)
+{
+    /* What the packed key names: two unpacks of one buffer are equal. */
+    const uint64_t a[] = {(uintptr_t)rkey1->component, rkey1->rma_id,
+                          rkey1->address, rkey1->length, (uint64_t)rkey1->mem_type};
+    const uint64_t b[] = {(uintptr_t)rkey2->component, rkey2->rma_id,
+                          rkey2->address, rkey2->length, (uint64_t)rkey2->mem_type};
+    unsigned i;
+    int r = 0;
+
+    (void)worker;
+    if ((rkey1 == NULL) || (rkey2 == NULL) || (params == NULL) ||
+        (params->field_mask != 0) || (result == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    for (i = 0; (i < sizeof(a) / sizeof(a[0])) && (r == 0); ++i) {
+        r = ucp_rkey_cmp_u64(a[i], b[i]);
+    }
+    *result = r;
+    return UCS_OK;
+}

@@ -252,3 +252,151 @@ TEST(test_ucp_mem, fixed_address_allocation_of_host_memory)
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, map_fixed(e.context(), NULL, 4096, &again));
     EXPECT_NE(UCS_OK, map_fixed(e.context(), addr, (size_t)1 << 62, &again)); /* too large */
 }
+
+/* ucp_memh_pack() gives what ucp_rkey_pack() does: a key a peer unpacks and
+ * reaches the memory through; the export flag is refused by name. Two
+ * unpacks of one buffer compare equal, keys of two regions do not, in a
+ * consistent order. */
+TEST(test_ucp_mem, memh_pack_and_rkey_compare)
+{
+    ucp_entity e("self");
+    std::vector<char> buf1(4096, 'a'), buf2(4096, 'b');
+    ucp_mem_h m1, m2;
+    ASSERT_EQ(UCS_OK, map(e, buf1.data(), buf1.size(), 0, &m1));
+    ASSERT_EQ(UCS_OK, map(e, buf2.data(), buf2.size(), 0, &m2));
+
+    ucp_memh_pack_params_t pp;
+    memset(&pp, 0, sizeof(pp));
+    pp.field_mask = UCP_MEMH_PACK_PARAM_FIELD_FLAGS;
+    pp.flags      = UCP_MEMH_PACK_FLAG_EXPORT;
+    void *packed1 = NULL, *packed2 = NULL;
+    size_t size1 = 0, size2 = 0;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, ucp_memh_pack(m1, &pp, &packed1, &size1));
+    pp.flags = 0;
+    ASSERT_EQ(UCS_OK, ucp_memh_pack(m1, &pp, &packed1, &size1));
+    ASSERT_EQ(UCS_OK, ucp_memh_pack(m2, NULL, &packed2, &size2));
+    EXPECT_GT(size1, 0u);
+
+    ucp_ep_h ep = e.connect(e.address());
+    ucp_rkey_h k1a, k1b, k2;
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(ep, packed1, &k1a));
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(ep, packed1, &k1b));
+    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(ep, packed2, &k2));
+    ucp_memh_buffer_release(packed1, NULL);
+    ucp_memh_buffer_release_params_t rp = {0};
+    ucp_memh_buffer_release(packed2, &rp);
+
+    void *ptr;
+    ASSERT_EQ(UCS_OK, ucp_rkey_ptr(k1a, (uintptr_t)buf1.data() + 7, &ptr));
+    EXPECT_EQ('a', *(char*)ptr);
+
+    ucp_rkey_compare_params_t cp = {0};
+    int r = 99, r12 = 0, r21 = 0;
+    EXPECT_EQ(UCS_OK, ucp_rkey_compare(e.worker(), k1a, k1b, &cp, &r));
+    EXPECT_EQ(0, r);
+    EXPECT_EQ(UCS_OK, ucp_rkey_compare(e.worker(), k1a, k2, &cp, &r12));
+    EXPECT_EQ(UCS_OK, ucp_rkey_compare(e.worker(), k2, k1b, &cp, &r21));
+    EXPECT_NE(0, r12);
+    EXPECT_EQ(r12 < 0, r21 > 0) << "not a consistent order";
+    cp.field_mask = 1;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_rkey_compare(e.worker(), k1a, k2, &cp, &r));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_rkey_compare(e.worker(), k1a, k2, NULL, &r));
+
+    ucp_rkey_destroy(k1a);
+    ucp_rkey_destroy(k1b);
+    ucp_rkey_destroy(k2);
+    e.close(ep);
+    EXPECT_EQ(UCS_OK, ucp_mem_unmap(e.context(), m1));
+    EXPECT_EQ(UCS_OK, ucp_mem_unmap(e.context(), m2));
+}
+
+namespace {
+
+struct dt_query_ctx {
+    size_t per_elem;
+    int    finished;
+};
+
+void *dtq_start(void *context, const void *, size_t count)
+{
+    dt_query_ctx *c = (dt_query_ctx*)context;
+    return new std::pair<dt_query_ctx*, size_t>(c, count * c->per_elem);
+}
+
+size_t dtq_size(void *state)
+{
+    return ((std::pair<dt_query_ctx*, size_t>*)state)->second;
+}
+
+void dtq_finish(void *state)
+{
+    auto *s = (std::pair<dt_query_ctx*, size_t>*)state;
+    ++s->first->finished;
+    delete s;
+}
+
+} // namespace
+
+/* The packed size of every datatype class, and what each one needs. */
+TEST(test_ucp_mem, dt_query_packed_size_of_each_class)
+{
+    ucp_datatype_attr_t a;
+    memset(&a, 0, sizeof(a));
+    a.field_mask = UCP_DATATYPE_ATTR_FIELD_PACKED_SIZE;
+    ASSERT_EQ(UCS_OK, ucp_dt_query(ucp_dt_make_contig(12), &a));
+    EXPECT_EQ(12u, a.packed_size) << "count defaults to 1";
+    a.field_mask |= UCP_DATATYPE_ATTR_FIELD_COUNT;
+    a.count = 5;
+    ASSERT_EQ(UCS_OK, ucp_dt_query(ucp_dt_make_contig(12), &a));
+    EXPECT_EQ(60u, a.packed_size);
+
+    char x[100];
+    ucp_dt_iov_t iov[3] = {{x, 10}, {x + 20, 0}, {x + 50, 33}};
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_dt_query(ucp_dt_make_iov(), &a))
+        << "IOV without its entries";
+    a.field_mask |= UCP_DATATYPE_ATTR_FIELD_BUFFER;
+    a.buffer = iov;
+    a.count  = 3;
+    ASSERT_EQ(UCS_OK, ucp_dt_query(ucp_dt_make_iov(), &a));
+    EXPECT_EQ(43u, a.packed_size);
+
+    dt_query_ctx ctx = {7, 0};
+    ucp_generic_dt_ops_t ops;
+    memset(&ops, 0, sizeof(ops));
+    ops.start_pack  = dtq_start;
+    ops.packed_size = dtq_size;
+    ops.finish      = dtq_finish;
+    ucp_datatype_t gen;
+    ASSERT_EQ(UCS_OK, ucp_dt_create_generic(&ops, &ctx, &gen));
+    a.buffer = x;
+    a.count  = 4;
+    ASSERT_EQ(UCS_OK, ucp_dt_query(gen, &a));
+    EXPECT_EQ(28u, a.packed_size);
+    EXPECT_EQ(1, ctx.finished) << "the state is finished";
+    ucp_dt_destroy(gen);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_dt_query(gen, NULL));
+}
+
+/* The old ucp_ep_modify_nb(): user data and error handler change, nothing
+ * else does. */
+TEST(test_ucp_mem, ep_modify_nb_changes_user_data_only)
+{
+    ucp_entity e("self");
+    ucp_ep_h ep = e.connect(e.address());
+    ucp_ep_params_t p;
+    memset(&p, 0, sizeof(p));
+    int marker;
+    p.field_mask = UCP_EP_PARAM_FIELD_USER_DATA;
+    p.user_data  = &marker;
+    EXPECT_EQ(NULL, ucp_ep_modify_nb(ep, &p));
+    ucp_ep_attr_t attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = UCP_EP_ATTR_FIELD_USER_DATA;
+    ASSERT_EQ(UCS_OK, ucp_ep_query(ep, &attr));
+    EXPECT_EQ(&marker, attr.user_data);
+    p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ucs_status_ptr_t r = ucp_ep_modify_nb(ep, &p);
+    ASSERT_TRUE(UCS_PTR_IS_ERR(r));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, UCS_PTR_STATUS(r));
+    e.close(ep);
+}
