@@ -235,6 +235,84 @@ static struct ucp_am_handler *ucp_am_handler_find(ucp_worker_h worker, uint64_t 
     return h;
 }
 
+/* A rendezvous message for a handler of the old interface, which takes
+ * whole data only: fetched into host memory, handed over when it is there. */
+typedef struct {
+    ucp_worker_h worker;
+    uint64_t     word;
+    uint64_t     uuid;
+    uint64_t     dest_ep;
+    size_t       length;
+    char         data[];
+} ucp_am_old_fetch_t;
+
+static void ucp_am_old_deliver(ucp_am_old_fetch_t *f)
+{
+    struct ucp_am_handler *h = ucp_am_handler_find(f->worker, f->word);
+    ucp_ep_h reply_ep        = NULL;
+
+    if ((h != NULL) && (h->old_cb != NULL)) {
+        if (UCP_AM_WORD_FLAGS(f->word) & UCP_AM_SEND_FLAG_REPLY) {
+            reply_ep = ucp_worker_ep_of_msg(f->worker, f->uuid, f->dest_ep);
+        }
+        /* no UCP_CB_PARAM_FLAG_DATA: the bytes are freed after the call */
+        (void)h->old_cb(h->arg, f->data, f->length, reply_ep, 0);
+    }
+    free(f);
+}
+
+static void ucp_am_old_fetched(void *request, ucs_status_t status, size_t length,
+                               void *user_data)
+{
+    ucp_am_old_fetch_t *f = user_data;
+
+    (void)length;
+    if (request != NULL) {
+        ucp_request_free(request);
+    }
+    if (status != UCS_OK) {
+        ucs_error("ucp: active message %u of %zu bytes could not be fetched for "
+                  "its handler: %s", UCP_AM_WORD_ID(f->word), f->length,
+                  ucs_status_string(status));
+        free(f);
+        return;
+    }
+    ucp_am_old_deliver(f);
+}
+
+static void ucp_am_old_fetch(ucp_worker_h worker, uint64_t word, uint64_t uuid,
+                             uint64_t dest_ep, void *desc_data, size_t length)
+{
+    ucp_am_old_fetch_t *f = malloc(sizeof(*f) + length);
+    ucp_request_param_t param;
+    ucs_status_ptr_t ret;
+
+    if (f == NULL) {
+        ucs_error("ucp: no memory for active message %u of %zu bytes: dropped",
+                  UCP_AM_WORD_ID(word), length);
+        return; /* the descriptor is released by the caller */
+    }
+    f->worker  = worker;
+    f->word    = word;
+    f->uuid    = uuid;
+    f->dest_ep = dest_ep;
+    f->length  = length;
+    ucs_debug("ucp: active message %u of %zu bytes came by rendezvous: fetched "
+              "for its ucp_worker_set_am_handler() handler", UCP_AM_WORD_ID(word),
+              length);
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.cb.recv_am   = ucp_am_old_fetched;
+    param.user_data    = f;
+    param.memory_type  = UCS_MEMORY_TYPE_HOST;
+    ret = ucp_am_recv_data_nbx(worker, desc_data, f->data, length, &param);
+    if (ret == NULL) {
+        ucp_am_old_deliver(f);
+    } else if (UCS_PTR_IS_ERR(ret)) {
+        ucp_am_old_fetched(NULL, UCS_PTR_STATUS(ret), 0, f);
+    }
+}
+
 /*
  * Call the handler of a message. @a desc is NULL when @a data is the
  * transport's buffer (valid during the call only). What the handler does
@@ -281,9 +359,7 @@ static void ucp_am_dispatch(ucp_worker_h worker, uint64_t word, uint64_t uuid,
     if (h->cb != NULL) {
         status = h->cb(h->arg, hdr, UCP_AM_WORD_HDR_LEN(word), data, length, &param);
     } else if ((desc != NULL) && (desc->flags & UCP_AM_DESC_RNDV)) {
-        ucs_warn("ucp: active message %u of %zu bytes came by rendezvous, which "
-                 "a handler of ucp_worker_set_am_handler() cannot receive: dropped",
-                 UCP_AM_WORD_ID(word), length);
+        ucp_am_old_fetch(worker, word, uuid, dest_ep, data, length);
         status = UCS_OK;
     } else {
         old_flags = (desc != NULL) ? UCP_CB_PARAM_FLAG_DATA : 0;

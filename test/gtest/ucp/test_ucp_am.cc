@@ -373,6 +373,20 @@ TEST_P(test_ucp_am, old_interface_sends_and_receives)
     ASSERT_TRUE(until([&] { return g_old_calls == 1; }));
     ASSERT_EQ(buf.size(), got.size());
     EXPECT_TRUE(intact(got.data(), got.size(), 9));
+
+    /* A new-interface sender forcing the rendezvous: the old handler still
+     * gets the whole message, fetched for it. */
+    fill(buf, 10);
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags        = UCP_AM_SEND_FLAG_RNDV;
+    ucs_status_ptr_t s = ucp_am_send_nbx(m_ab, 20, NULL, 0, buf.data(), buf.size(), &p);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(s));
+    ASSERT_TRUE(until([&] { return g_old_calls == 2; }));
+    EXPECT_EQ(UCS_OK, wait(s));
+    ASSERT_EQ(buf.size(), got.size());
+    EXPECT_TRUE(intact(got.data(), got.size(), 10));
 }
 
 /* ---- stream -------------------------------------------------------------- */
