@@ -147,6 +147,21 @@ static const ucs_config_field_t ucp_config_fields[] = {
      offsetof(ucp_config_t, tag_eager_max),
      UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF)},
 
+    {"KEEPALIVE_INTERVAL", "10s",
+     "How often an endpoint created with UCP_ERR_HANDLING_MODE_PEER checks\n"
+     "that its peer is alive while nothing else would tell (no traffic, or\n"
+     "only receives waiting): a probe goes out at most this long after the\n"
+     "last, from the worker's progress, and a dead peer fails the endpoint\n"
+     "(its error callback runs). ucp_worker_wait() wakes up at this period\n"
+     "while such endpoints exist. 'inf' turns the idle probes off; waits for\n"
+     "acknowledgements and RMA answers are still probed.",
+     offsetof(ucp_config_t, keepalive_interval), UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
+
+    {"KEEPALIVE_NUM_EPS", "128",
+     "Most endpoints one round of idle probes checks; the others are\n"
+     "checked in the next rounds (a round every quarter interval).",
+     offsetof(ucp_config_t, keepalive_num_eps), UCS_CONFIG_TYPE_UINT},
+
     {NULL}
 };
 

@@ -59,6 +59,8 @@ struct ucp_config {
     size_t                  rndv_same_gpu_host_max; /**< UCX_RNDV_SAME_GPU_HOST_MAX */
     size_t                  rndv_host_get_max; /**< UCX_RNDV_HOST_GET_MAX */
     size_t                  tag_eager_max;   /**< UCX_TAG_EAGER_MAX_SIZE (or INF) */
+    double                  keepalive_interval; /**< UCX_KEEPALIVE_INTERVAL, s */
+    unsigned                keepalive_num_eps;  /**< UCX_KEEPALIVE_NUM_EPS */
 };
 
 /** The rendezvous settings a context keeps, resolved from ucp_config_t. */

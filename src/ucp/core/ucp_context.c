@@ -275,6 +275,11 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
     context->features       = features;
     context->memtype_lookup = ucp_memtype_host_lookup;
     context->proto_info     = config->proto_info;
+    context->keepalive_ns   = ((config->keepalive_interval == UCS_CONFIG_TIME_INF) ||
+                               (config->keepalive_interval <= 0) ||
+                               (config->keepalive_interval > 1e9)) ? 0 :
+                              (uint64_t)(config->keepalive_interval * 1e9);
+    context->keepalive_num_eps = ucs_max(config->keepalive_num_eps, 1u);
     if (params->field_mask & UCP_PARAM_FIELD_REQUEST_SIZE) {
         context->user_req_size = params->request_size;
     }

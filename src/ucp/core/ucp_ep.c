@@ -18,6 +18,9 @@
 void ucp_worker_flush_child_complete(ucp_request_t *parent);
 
 #define UCP_KEEPALIVE_INTERVAL_NS 100000000ull
+/* Progress calls between two looks at the clock for the idle probes: a
+ * busy loop makes millions of calls a second, an idle one few. */
+#define UCP_KEEPALIVE_IDLE_CALLS  1024
 
 static const char *ucp_ep_tl_name(ucp_ep_h ep)
 {
@@ -558,6 +561,55 @@ static unsigned ucp_worker_keepalive_waiting(ucp_worker_h worker, uint64_t now)
     return 0;
 }
 
+/* Idle probes (UCX_KEEPALIVE_INTERVAL): a round every quarter interval
+ * probes the PEER-mode endpoints whose last probe is an interval old, at
+ * most UCX_KEEPALIVE_NUM_EPS of them, so each is probed about once per
+ * interval and a dead peer is found within about 1.25 intervals. */
+static unsigned ucp_worker_keepalive_idle(ucp_worker_h worker, uint64_t now)
+{
+    ucp_context_h context = worker->context;
+    unsigned probed       = 0;
+    ucp_ep_h ep;
+
+    if (now < worker->idle_keepalive_ns) {
+        return 0;
+    }
+    worker->idle_keepalive_ns = now + context->keepalive_ns / 4;
+    ucs_list_for_each(ep, &worker->eps, link) {
+        if ((ep->err_mode != UCP_ERR_HANDLING_MODE_PEER) ||
+            (ep->flags & UCP_EP_FLAG_FAILED) || (now < ep->next_idle_keepalive_ns)) {
+            continue;
+        }
+        if (probed++ >= context->keepalive_num_eps) {
+            break;
+        }
+        ep->next_idle_keepalive_ns = now + context->keepalive_ns;
+        ucs_trace("ucp: ep %s: keepalive probe", ep->name);
+        if (ucp_ep_keepalive(ep)) {
+            return 1; /* the list changed under us */
+        }
+    }
+    return 0;
+}
+
+int ucp_worker_keepalive_wait_ms(ucp_worker_h worker)
+{
+    ucp_ep_h ep;
+
+    if (worker->context->keepalive_ns == 0) {
+        return -1;
+    }
+    ucs_list_for_each(ep, &worker->eps, link) {
+        if ((ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) &&
+            !(ep->flags & UCP_EP_FLAG_FAILED)) {
+            /* the next progress call looks at the clock */
+            worker->keepalive_calls = UCP_KEEPALIVE_IDLE_CALLS - 1;
+            return (int)ucs_max(worker->context->keepalive_ns / 4000000ull, 1ull);
+        }
+    }
+    return -1;
+}
+
 /* A peer that died while we wait for it (a sync send's acknowledgement, an
  * RMA answer, stream bytes) sends nothing that would tell us: probe it now and then. */
 unsigned ucp_worker_keepalive(ucp_worker_h worker)
@@ -588,6 +640,12 @@ unsigned ucp_worker_keepalive(ucp_worker_h worker)
         if (ucp_ep_keepalive(ep)) {
             return 1; /* the list changed under us */
         }
+    }
+
+    /* The clock is read once per UCP_KEEPALIVE_IDLE_CALLS progress calls. */
+    if (ucs_unlikely((++worker->keepalive_calls % UCP_KEEPALIVE_IDLE_CALLS) == 0) &&
+        (worker->context->keepalive_ns != 0)) {
+        return ucp_worker_keepalive_idle(worker, (now != 0) ? now : ucs_get_time_ns());
     }
     return 0;
 }

@@ -61,6 +61,9 @@ struct ucp_context {
     unsigned                       num_rscs;
     ucp_memtype_lookup_func_t      memtype_lookup;
     int                            proto_info;
+    uint64_t                       keepalive_ns; /* UCX_KEEPALIVE_INTERVAL;
+                                                    0: no idle probes */
+    unsigned                       keepalive_num_eps;
     ucp_rndv_config_t              rndv;         /* UCX_RNDV_* */
     uct_md_h                       mt_detect_md; /* cuda_cpy opened only to
                                                     detect device memory */
@@ -300,6 +303,7 @@ struct ucp_ep {
     ucs_queue_head_t        send_q;
     uct_pending_req_t       pending;
     uint64_t                next_keepalive_ns;
+    uint64_t                next_idle_keepalive_ns; /* UCX_KEEPALIVE_INTERVAL */
     uint64_t                local_id;     /* names this ep to the peer */
     uint64_t                remote_ep_id; /* the peer's ep, 0: unknown */
     struct ucp_conn_request *sa;          /* client/server connection, or
@@ -343,6 +347,9 @@ struct ucp_worker {
     uint64_t           rma_keepalive_ns; /* next probe of RMA targets and of
                                             peers of stream receives */
     unsigned           stream_waiting;   /* stream receives posted */
+    uint64_t           idle_keepalive_ns; /* next round of idle probes */
+    unsigned           keepalive_calls;  /* progress calls, to read the
+                                            clock only now and then */
     unsigned           live_reqs;    /* allocated and not given back */
     uint64_t           next_msg_id;
     uint64_t           next_sync_id;
@@ -576,6 +583,9 @@ ucs_status_t ucp_worker_iface_error(void *arg, uct_ep_h uct_ep,
                                     ucs_status_t status);
 /** Probe peers that owe us an acknowledgement (error mode PEER). */
 unsigned ucp_worker_keepalive(ucp_worker_h worker);
+/** How long ucp_worker_wait() may sleep so that idle PEER-mode endpoints are
+ *  still probed (UCX_KEEPALIVE_INTERVAL): ms, or -1 for no limit. */
+int ucp_worker_keepalive_wait_ms(ucp_worker_h worker);
 /** Probe one peer (UCT_SEND_FLAG_PEER_CHECK); non-zero when that failed the
  *  ep (its requests completed, the worker's lists changed). */
 int ucp_ep_keepalive(ucp_ep_h ep);

@@ -487,7 +487,8 @@ ucs_status_t ucp_worker_wait(ucp_worker_h worker)
         return status;
     }
     do {
-        ret = epoll_wait(worker->epfd, &ev, 1, -1);
+        /* A wake-up now and then lets progress probe idle peers. */
+        ret = epoll_wait(worker->epfd, &ev, 1, ucp_worker_keepalive_wait_ms(worker));
     } while ((ret < 0) && (errno == EINTR));
     return (ret < 0) ? UCS_ERR_IO_ERROR : UCS_OK;
 }

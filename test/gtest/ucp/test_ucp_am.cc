@@ -928,6 +928,36 @@ TEST_P(test_ucp_am_fault, stream_receive_waiting_on_a_dead_peer_fails)
         });
 }
 
+/* Nothing in flight at all: the idle probes (UCX_KEEPALIVE_INTERVAL) find
+ * the dead peer, within about 1.25 intervals. */
+TEST_P(test_ucp_am_fault, idle_peer_death_is_found_by_keepalive)
+{
+    scoped_setenv interval("UCX_KEEPALIVE_INTERVAL", "400ms");
+    run(
+        [&](ucp_entity &e, ucp_ep_h, oob_channel &, pid_t pid) {
+            for (int i = 0; i < 1000; ++i) {
+                ucp_worker_progress(e.worker());
+            }
+            kill_and_reap(pid);
+            auto start = std::chrono::steady_clock::now();
+            double took = 0;
+            while ((m_errors.first == 0) && (took < k_fault_bound)) {
+                ucp_worker_progress(e.worker());
+                took = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start).count();
+            }
+            printf("[ fault    ] %s: idle peer found dead after %.2f s (%s)\n",
+                   GetParam(), took, ucs_status_string(m_errors.second));
+            EXPECT_EQ(1, m_errors.first);
+            EXPECT_LT(took, 5.0) << "keepalive of 400 ms";
+        },
+        [&](ucp_entity &e, ucp_ep_h ep) {
+            /* one message, so that both sides are wired up */
+            uint64_t v = 1;
+            ASSERT_EQ(UCS_OK, e.wait(ucp_tag_send_nbx(ep, &v, sizeof(v), 1, NULL)));
+        });
+}
+
 INSTANTIATE_TEST_SUITE_P(tls, test_ucp_am_fault, ::testing::Values("", "posix", "tcp"));
 
 } // namespace
