@@ -539,8 +539,12 @@ void ucp_am_rdesc_fragment(ucp_worker_h worker, struct ucp_recv_desc *rdesc,
             offset += n;
             length -= n;
         }
-        memcpy((char*)ucp_am_desc_data(desc) + (offset - hdr_len), data, length);
-        offset += length;
+        /* A fragment may end inside the user header: no payload offset yet. */
+        if (length > 0) {
+            memcpy((char*)ucp_am_desc_data(desc) + (offset - hdr_len), data,
+                   length);
+            offset += length;
+        }
     } else {
         return;
     }

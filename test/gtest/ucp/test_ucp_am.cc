@@ -10,7 +10,9 @@
 #include "ucp/ucp_test.h"
 #include "common/test_helpers.h"
 
+#include <ucp/core/ucp_int.h>
 #include <ucp/core/ucp_proto_stats.h>
+#include <uct/base/uct_iface.h>
 
 #include <signal.h>
 #include <unistd.h>
@@ -346,6 +348,40 @@ TEST_P(test_ucp_am, unknown_id_is_dropped_and_later_messages_arrive)
     ASSERT_TRUE(until([&] { return seen.count == 1; }));
     /* An out-of-range id is a parameter error. */
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, UCS_PTR_STATUS(am_send(m_ab, 70000, "", &c, 1)));
+}
+
+/* Fragments crafted as a transport hands them over: the first one ends
+ * inside the user header, the next one carries the header's rest and the
+ * data. The fuzzer found the payload offset computed before any payload
+ * (an overflowing pointer, reported by UBSan). */
+TEST_P(test_ucp_am, fragment_ending_inside_the_user_header)
+{
+    am_seen seen;
+    set_handler(m_b->worker(), 9, &seen);
+    const size_t hlen = 40, dlen = 16, first = 10;
+    std::vector<char> whole(hlen + dlen);
+    fill(whole, 77);
+    const uint64_t uuid = 0x5eed0000beefull, msg_id = 3;
+    uct_base_iface_t *iface = (uct_base_iface_t*)m_b->worker()->ifaces[0].iface;
+
+    uint64_t fh[5] = {UCP_AM_WORD(9, hlen, 0), uuid, msg_id, hlen + dlen, 0};
+    std::vector<char> msg(sizeof(fh) + first);
+    memcpy(msg.data(), fh, sizeof(fh));
+    memcpy(msg.data() + sizeof(fh), whole.data(), first);
+    EXPECT_EQ(UCS_OK, uct_iface_invoke_am(iface, UCP_AM_ID_AM_FIRST, msg.data(),
+                                          msg.size(), 0));
+    EXPECT_EQ(0, seen.count);
+
+    uint64_t mh[3] = {uuid, msg_id, first};
+    msg.assign(sizeof(mh) + whole.size() - first, 0);
+    memcpy(msg.data(), mh, sizeof(mh));
+    memcpy(msg.data() + sizeof(mh), whole.data() + first, whole.size() - first);
+    EXPECT_EQ(UCS_OK, uct_iface_invoke_am(iface, UCP_AM_ID_EAGER_MIDDLE,
+                                          msg.data(), msg.size(), 0));
+    ASSERT_TRUE(until([&] { return seen.count == 1; }));
+    EXPECT_EQ(std::string(whole.data(), hlen), seen.header);
+    ASSERT_EQ(dlen, seen.data.size());
+    EXPECT_EQ(0, memcmp(whole.data() + hlen, seen.data.data(), dlen));
 }
 
 int g_old_calls;
