@@ -10,6 +10,8 @@ packages=(
     # contrib/hardening: clang's ASan/UBSan/libFuzzer runtimes, llvm-symbolizer
     # for their reports, valgrind
     clang llvm libclang-rt-dev valgrind
+    # test_ucp_tcp_path: veth links between network namespaces
+    iproute2 util-linux
 )
 
 missing=()

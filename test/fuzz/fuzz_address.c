@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_ADDR_HDR_SIZE     48 /* ucp_address_header_t */
+#define FUZZ_ADDR_HDR_SIZE     56 /* ucp_address_header_t */
 #define FUZZ_ADDR_LEN_OFFSET   8
 #define FUZZ_ADDR_CSUM_OFFSET  12
 #define FUZZ_ADDR_CHECK_OFFSET 44

@@ -3,12 +3,13 @@
 #endif
 
 /*
- * Worker address blob, version 1 (all integers little-endian host order;
+ * Worker address blob, version 2 (all integers little-endian host order;
  * peers are the same build):
  *
  *   header   magic u32 "UCPA", version u16, num_entries u16, length u32
  *            (whole blob), checksum u32 (over the blob with this field 0),
- *            boot_id[16], uuid u64, pid u32, length_check u32 (~length)
+ *            boot_id[16], uuid u64, pid u32, length_check u32 (~length),
+ *            pid_ns u64
  *   entry    tl_len u8, tl_name, comp_len u8, component name, dev_type u8,
  *            dev_len u16, device address, iface_len u16, iface address
  *
@@ -26,7 +27,7 @@
 #include <unistd.h>
 
 #define UCP_ADDRESS_MAGIC   0x41504355u /* "UCPA" */
-#define UCP_ADDRESS_VERSION 1
+#define UCP_ADDRESS_VERSION 2
 #define UCP_ADDRESS_MAX_LENGTH 65536
 
 typedef struct {
@@ -40,6 +41,8 @@ typedef struct {
     uint32_t pid;
     uint32_t length_check; /* ~length: a corrupt length is caught before
                               anything beyond the header is read */
+    uint64_t pid_ns;       /* with boot_id, says whether pid names the
+                              peer here (its liveness in /proc) */
 } ucp_address_header_t;
 
 static uint32_t ucp_address_checksum(const void *buffer, size_t length)
@@ -121,6 +124,7 @@ ucs_status_t ucp_address_pack(ucp_worker_h worker, uint32_t flags,
     hdr.length_check = ~(uint32_t)length;
     hdr.uuid        = worker->uuid;
     hdr.pid         = (uint32_t)getpid();
+    hdr.pid_ns      = ucs_sys_get_pid_ns();
     ucs_sys_get_boot_id(hdr.boot_id);
 
     p = buf + sizeof(hdr);
@@ -284,6 +288,7 @@ ucs_status_t ucp_address_unpack(const void *buffer, size_t length,
     memcpy(addr->boot_id, hdr.boot_id, sizeof(addr->boot_id));
     addr->uuid        = hdr.uuid;
     addr->pid         = hdr.pid;
+    addr->pid_ns      = hdr.pid_ns;
     addr->num_entries = hdr.num_entries;
     p += sizeof(hdr);
     for (i = 0; i < hdr.num_entries; ++i) {

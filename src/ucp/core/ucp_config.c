@@ -162,6 +162,17 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "checked in the next rounds (a round every quarter interval).",
      offsetof(ucp_config_t, keepalive_num_eps), UCS_CONFIG_TYPE_UINT},
 
+    {"KEEPALIVE_TIMEOUT", "20s",
+     "How long a peer process on this host may stay stopped (SIGSTOP,\n"
+     "SIGTSTP: state T in /proc) before its PEER-mode endpoints fail with\n"
+     "UCS_ERR_ENDPOINT_TIMEOUT. The idle probes look at the process, so it is\n"
+     "found within this time plus about 1.25 UCX_KEEPALIVE_INTERVAL. Time is\n"
+     "counted only while this process looks: a job suspended and resumed as\n"
+     "a whole is not failed. A process stopped by a debugger does not count.\n"
+     "A peer on another host that is stopped looks busy and is not found.\n"
+     "'inf' turns this off.",
+     offsetof(ucp_config_t, keepalive_timeout), UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
+
     {NULL}
 };
 

@@ -61,6 +61,7 @@ struct ucp_config {
     size_t                  tag_eager_max;   /**< UCX_TAG_EAGER_MAX_SIZE (or INF) */
     double                  keepalive_interval; /**< UCX_KEEPALIVE_INTERVAL, s */
     unsigned                keepalive_num_eps;  /**< UCX_KEEPALIVE_NUM_EPS */
+    double                  keepalive_timeout;  /**< UCX_KEEPALIVE_TIMEOUT, s */
 };
 
 /** The rendezvous settings a context keeps, resolved from ucp_config_t. */

@@ -280,6 +280,9 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
                                (config->keepalive_interval > 1e9)) ? 0 :
                               (uint64_t)(config->keepalive_interval * 1e9);
     context->keepalive_num_eps = ucs_max(config->keepalive_num_eps, 1u);
+    context->keepalive_timeout_ns = ((config->keepalive_timeout == UCS_CONFIG_TIME_INF) ||
+                                     (config->keepalive_timeout > 1e9)) ? 0 :
+                                    (uint64_t)(ucs_max(config->keepalive_timeout, 1e-9) * 1e9);
     if (params->field_mask & UCP_PARAM_FIELD_REQUEST_SIZE) {
         context->user_req_size = params->request_size;
     }

@@ -17,11 +17,6 @@
 
 void ucp_worker_flush_child_complete(ucp_request_t *parent);
 
-#define UCP_KEEPALIVE_INTERVAL_NS 100000000ull
-/* Progress calls between two looks at the clock for the idle probes: a
- * busy loop makes millions of calls a second, an idle one few. */
-#define UCP_KEEPALIVE_IDLE_CALLS  1024
-
 static const char *ucp_ep_tl_name(ucp_ep_h ep)
 {
     return ep->worker->context->rscs[ep->wiface->rsc_index].desc.tl_name;
@@ -130,6 +125,7 @@ ucs_status_t ucp_ep_connect_lanes(ucp_ep_h ep, const ucp_unpacked_address_t *add
                       wiface->attr.cap.am.max_short - sizeof(uint64_t) : 0;
     ep->max_bcopy   = wiface->attr.cap.am.max_bcopy;
     ucp_rndv_ep_init(ep, addr, same_host);
+    ucp_ep_peer_watch_init(ep, addr, same_host);
     ucs_debug("ucp: ep %p of worker %s to uuid 0x%llx over %s/%s", (void*)ep,
               worker->name, (unsigned long long)addr->uuid, entry->tl_name,
               worker->context->rscs[wiface->rsc_index].desc.dev_name);
@@ -512,142 +508,6 @@ ucs_status_t ucp_worker_iface_error(void *arg, uct_ep_h uct_ep, ucs_status_t sta
         }
     }
     return UCS_OK;
-}
-
-static size_t ucp_ep_pack_nothing(void *dest, void *arg)
-{
-    (void)dest;
-    (void)arg;
-    return 0;
-}
-
-int ucp_ep_keepalive(ucp_ep_h ep)
-{
-    ssize_t ret;
-
-    if (ep->uct_ep == NULL) {
-        return 0; /* still connecting: the handshake's socket watches it */
-    }
-    ret = uct_ep_am_bcopy(ep->uct_ep, UCP_AM_ID_KEEPALIVE, ucp_ep_pack_nothing,
-                          NULL, UCT_SEND_FLAG_PEER_CHECK);
-    if ((ret < 0) && (ret != UCS_ERR_NO_RESOURCE)) {
-        ucp_ep_set_failed(ep, (ucs_status_t)ret, 1);
-        return 1;
-    }
-    return 0;
-}
-
-/* Probe, once per interval, the peers this worker waits for without a
- * request of its own in flight to them: targets of RMA operations still
- * waiting for their answers (a flush may be parked on them), and the
- * senders of bytes a stream receive waits for. */
-static unsigned ucp_worker_keepalive_waiting(ucp_worker_h worker, uint64_t now)
-{
-    ucp_ep_h ep;
-
-    if (now < worker->rma_keepalive_ns) {
-        return 0;
-    }
-    worker->rma_keepalive_ns = now + UCP_KEEPALIVE_INTERVAL_NS;
-    ucs_list_for_each(ep, &worker->eps, link) {
-        if ((ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) &&
-            !(ep->flags & UCP_EP_FLAG_FAILED) &&
-            ((ep->rma.replied != ep->rma.issued) ||
-             !ucs_list_is_empty(&ep->stream.reqs)) &&
-            ucp_ep_keepalive(ep)) {
-            return 1; /* the list changed under us */
-        }
-    }
-    return 0;
-}
-
-/* Idle probes (UCX_KEEPALIVE_INTERVAL): a round every quarter interval
- * probes the PEER-mode endpoints whose last probe is an interval old, at
- * most UCX_KEEPALIVE_NUM_EPS of them, so each is probed about once per
- * interval and a dead peer is found within about 1.25 intervals. */
-static unsigned ucp_worker_keepalive_idle(ucp_worker_h worker, uint64_t now)
-{
-    ucp_context_h context = worker->context;
-    unsigned probed       = 0;
-    ucp_ep_h ep;
-
-    if (now < worker->idle_keepalive_ns) {
-        return 0;
-    }
-    worker->idle_keepalive_ns = now + context->keepalive_ns / 4;
-    ucs_list_for_each(ep, &worker->eps, link) {
-        if ((ep->err_mode != UCP_ERR_HANDLING_MODE_PEER) ||
-            (ep->flags & UCP_EP_FLAG_FAILED) || (now < ep->next_idle_keepalive_ns)) {
-            continue;
-        }
-        if (probed++ >= context->keepalive_num_eps) {
-            break;
-        }
-        ep->next_idle_keepalive_ns = now + context->keepalive_ns;
-        ucs_trace("ucp: ep %s: keepalive probe", ep->name);
-        if (ucp_ep_keepalive(ep)) {
-            return 1; /* the list changed under us */
-        }
-    }
-    return 0;
-}
-
-int ucp_worker_keepalive_wait_ms(ucp_worker_h worker)
-{
-    ucp_ep_h ep;
-
-    if (worker->context->keepalive_ns == 0) {
-        return -1;
-    }
-    ucs_list_for_each(ep, &worker->eps, link) {
-        if ((ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) &&
-            !(ep->flags & UCP_EP_FLAG_FAILED)) {
-            /* the next progress call looks at the clock */
-            worker->keepalive_calls = UCP_KEEPALIVE_IDLE_CALLS - 1;
-            return (int)ucs_max(worker->context->keepalive_ns / 4000000ull, 1ull);
-        }
-    }
-    return -1;
-}
-
-/* A peer that died while we wait for it (a sync send's acknowledgement, an
- * RMA answer, stream bytes) sends nothing that would tell us: probe it now and then. */
-unsigned ucp_worker_keepalive(ucp_worker_h worker)
-{
-    uint64_t now = 0;
-    ucp_request_t *req;
-
-    if (!ucs_list_is_empty(&worker->rma_reqs) || (worker->stream_waiting > 0)) {
-        now = ucs_get_time_ns();
-        if (ucp_worker_keepalive_waiting(worker, now)) {
-            return 1;
-        }
-    }
-
-    ucs_list_for_each(req, &worker->sync_reqs, list) {
-        ucp_ep_h ep = req->ep;
-        if ((ep->err_mode != UCP_ERR_HANDLING_MODE_PEER) ||
-            (ep->flags & UCP_EP_FLAG_FAILED)) {
-            continue;
-        }
-        if (now == 0) {
-            now = ucs_get_time_ns();
-        }
-        if (now < ep->next_keepalive_ns) {
-            continue;
-        }
-        ep->next_keepalive_ns = now + UCP_KEEPALIVE_INTERVAL_NS;
-        if (ucp_ep_keepalive(ep)) {
-            return 1; /* the list changed under us */
-        }
-    }
-
-    /* The clock is read once per UCP_KEEPALIVE_IDLE_CALLS progress calls. */
-    if (ucs_unlikely((++worker->keepalive_calls % UCP_KEEPALIVE_IDLE_CALLS) == 0) &&
-        (worker->context->keepalive_ns != 0)) {
-        return ucp_worker_keepalive_idle(worker, (now != 0) ? now : ucs_get_time_ns());
-    }
-    return 0;
 }
 
 /* ---- flush and close ----------------------------------------------------- */

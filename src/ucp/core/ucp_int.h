@@ -64,6 +64,8 @@ struct ucp_context {
     uint64_t                       keepalive_ns; /* UCX_KEEPALIVE_INTERVAL;
                                                     0: no idle probes */
     unsigned                       keepalive_num_eps;
+    uint64_t                       keepalive_timeout_ns; /* UCX_KEEPALIVE_TIMEOUT;
+                                                            0: inf */
     ucp_rndv_config_t              rndv;         /* UCX_RNDV_* */
     uct_md_h                       mt_detect_md; /* cuda_cpy opened only to
                                                     detect device memory */
@@ -304,6 +306,13 @@ struct ucp_ep {
     uct_pending_req_t       pending;
     uint64_t                next_keepalive_ns;
     uint64_t                next_idle_keepalive_ns; /* UCX_KEEPALIVE_INTERVAL */
+    struct {
+        int                 pid;        /* the peer's process on this host,
+                                           0: not watched (ucp_keepalive.c) */
+        unsigned long long  start_time; /* its /proc start time */
+        uint64_t            stopped_ns; /* when first seen stopped, or 0 */
+        uint64_t            checked_ns; /* our last look */
+    } peer;
     uint64_t                local_id;     /* names this ep to the peer */
     uint64_t                remote_ep_id; /* the peer's ep, 0: unknown */
     struct ucp_conn_request *sa;          /* client/server connection, or
@@ -510,6 +519,7 @@ typedef struct ucp_unpacked_address {
     uint8_t             boot_id[16];
     uint64_t            uuid;
     uint32_t            pid;
+    uint64_t            pid_ns;
     unsigned            num_entries;
     ucp_address_entry_t entries[UCP_ADDRESS_MAX_ENTRIES];
 } ucp_unpacked_address_t;
@@ -589,6 +599,13 @@ int ucp_worker_keepalive_wait_ms(ucp_worker_h worker);
 /** Probe one peer (UCT_SEND_FLAG_PEER_CHECK); non-zero when that failed the
  *  ep (its requests completed, the worker's lists changed). */
 int ucp_ep_keepalive(ucp_ep_h ep);
+/** Watch the peer's process when @a addr names one of this host and PID
+ *  namespace (ucp_keepalive.c). */
+void ucp_ep_peer_watch_init(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
+                            int same_host);
+/** Look at a watched peer's process: fails the endpoint (and returns 1)
+ *  when it has exited, or has been stopped for UCX_KEEPALIVE_TIMEOUT. */
+int ucp_ep_peer_watch(ucp_ep_h ep, uint64_t now);
 
 /* tag */
 /** Install the tag protocols' active-message handlers on an iface. */

@@ -5,6 +5,8 @@
 #include <ucs/sys/sys.h>
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -142,5 +144,44 @@ ucs_status_t ucs_sys_get_object_dir(const void *symbol, char *buf, size_t max)
         return UCS_ERR_BUFFER_TOO_SMALL;
     }
     strcpy(buf, path);
+    return UCS_OK;
+}
+
+ucs_status_t ucs_sys_proc_stat(int pid, ucs_sys_proc_stat_t *stat_p)
+{
+    char path[64], buf[1024];
+    const char *p;
+    ssize_t n;
+    int fd, field;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return (errno == ENOENT) ? UCS_ERR_NO_ELEM : UCS_ERR_UNSUPPORTED;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        /* the process went away between open and read */
+        return (n == 0) || (errno == ESRCH) ? UCS_ERR_NO_ELEM : UCS_ERR_UNSUPPORTED;
+    }
+    buf[n] = '\0';
+
+    /* "pid (comm) S ppid ...": comm may hold spaces and parentheses, so
+     * the fields start after the last ')'. The start time is field 22. */
+    p = strrchr(buf, ')');
+    if ((p == NULL) || (p[1] != ' ') || (p[2] == '\0')) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    stat_p->state = p[2];
+    p += 2;
+    for (field = 3; field < 22; ++field) {
+        p = strchr(p, ' ');
+        if (p == NULL) {
+            return UCS_ERR_UNSUPPORTED;
+        }
+        ++p;
+    }
+    stat_p->start_time = strtoull(p, NULL, 10);
     return UCS_OK;
 }

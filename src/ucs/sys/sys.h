@@ -49,6 +49,22 @@ size_t ucs_get_page_size(void);
  */
 ucs_status_t ucs_sys_get_object_dir(const void *symbol, char *buf, size_t max);
 
+/** What /proc/PID/stat says of a process (ucs_sys_proc_stat()). */
+typedef struct ucs_sys_proc_stat {
+    char               state;      /**< 'R', 'S', 'D', 'T' (stopped), 't'
+                                        (stopped by a tracer), 'Z', 'X', ... */
+    unsigned long long start_time; /**< clock ticks after boot: with the pid,
+                                        names one process across pid reuse */
+} ucs_sys_proc_stat_t;
+
+/**
+ * Read the state and start time of process @a pid of this PID namespace.
+ *
+ * @return UCS_OK; UCS_ERR_NO_ELEM when no such process exists;
+ *         UCS_ERR_UNSUPPORTED when /proc cannot be read or parsed.
+ */
+ucs_status_t ucs_sys_proc_stat(int pid, ucs_sys_proc_stat_t *stat_p);
+
 END_C_DECLS
 
 #endif

@@ -8,6 +8,7 @@
 #include "tcp_wire.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/sys.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,46 @@ ucs_status_t uct_tcp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     return UCS_OK;
 }
 
+/* A peer check (UCT_SEND_FLAG_PEER_CHECK, UCP's keepalive probe): a peer
+ * host or path that went away shows as data of ours the kernel keeps
+ * retransmitting without any acknowledgement. It must be seen at two
+ * looks at least TCP_KEEPINTVL apart, so one lost segment after a long
+ * idle time (when the last acknowledgement is old anyway) is not taken for
+ * a dead path. */
+static UCS_F_NOINLINE ucs_status_t uct_tcp_ep_check_peer(uct_tcp_ep_t *ep)
+{
+    uct_tcp_iface_t *iface = ep->iface;
+    char str[64];
+    unsigned ms;
+    uint64_t now;
+
+    if (ep->status != UCS_OK) {
+        return (ep->status < 0) ? ep->status : UCS_OK;
+    }
+    if ((iface->unacked_max_ms == 0) || (ep->watch.fd < 0)) {
+        return UCS_OK;
+    }
+    ms = uct_tcp_sock_unacked_ms(ep->watch.fd);
+    if (ms == 0) {
+        ep->unacked_since_ns = 0;
+        return UCS_OK;
+    }
+    now = ucs_get_time_ns();
+    if (ep->unacked_since_ns == 0) {
+        ep->unacked_since_ns = now;
+    } else if ((ms >= iface->unacked_max_ms) &&
+               (now - ep->unacked_since_ns >=
+                (uint64_t)iface->sock_opts.keepintvl * 1000000000ull)) {
+        ucs_diag("tcp ep %p: %s acknowledged nothing for %u ms while data was "
+                 "retransmitted (UCX_TCP_KEEPIDLE + KEEPINTVL * KEEPCNT = %u ms)",
+                 (void*)ep, uct_tcp_sockaddr_str(&ep->peer, str, sizeof(str)), ms,
+                 iface->unacked_max_ms);
+        uct_tcp_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT);
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    }
+    return UCS_OK;
+}
+
 ssize_t uct_tcp_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
                             void *arg, unsigned flags)
 {
@@ -160,6 +201,12 @@ ssize_t uct_tcp_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack
     uint8_t *payload;
     ucs_status_t status;
 
+    if (ucs_unlikely(flags & UCT_SEND_FLAG_PEER_CHECK)) {
+        status = uct_tcp_ep_check_peer(ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
     status = uct_tcp_ep_check_send(ep);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;

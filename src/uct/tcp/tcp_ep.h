@@ -46,6 +46,8 @@ typedef struct uct_tcp_ep {
      *  failure. */
     ucs_status_t        status;
     int                 on_failed_list; /**< linked in iface->failed_eps */
+    uint64_t            unacked_since_ns; /**< first peer check that saw data
+                                               stuck, or 0 */
 
     /* The message in flight: iov[index .. iovcnt) remains to be sent. */
     struct {

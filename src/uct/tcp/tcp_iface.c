@@ -67,6 +67,25 @@ static ucs_config_field_t uct_tcp_iface_config_fields[] = {
      "at once instead of waiting to be merged with the next one.",
      offsetof(uct_tcp_iface_config_t, nodelay), UCS_CONFIG_TYPE_BOOL},
 
+    {"KEEPIDLE", "10s",
+     "Idle time of a connection before the kernel sends keepalive probes\n"
+     "(SO_KEEPALIVE, TCP_KEEPIDLE); 'inf' turns them off. With KEEPINTVL and\n"
+     "KEEPCNT it also bounds how long data may stay unacknowledged while the\n"
+     "kernel retransmits it: a peer host or path silent for KEEPIDLE +\n"
+     "KEEPINTVL * KEEPCNT fails the endpoint (UCS_ERR_ENDPOINT_TIMEOUT), found\n"
+     "by the keepalive probes of UCP (UCX_KEEPALIVE_INTERVAL). A peer that is\n"
+     "only slow to receive still acknowledges and is not failed.",
+     offsetof(uct_tcp_iface_config_t, keepidle), UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
+
+    {"KEEPINTVL", "2s",
+     "Time between two keepalive probes of the kernel (TCP_KEEPINTVL).",
+     offsetof(uct_tcp_iface_config_t, keepintvl), UCS_CONFIG_TYPE_TIME},
+
+    {"KEEPCNT", "3",
+     "Unanswered keepalive probes after which the kernel closes the\n"
+     "connection (TCP_KEEPCNT).",
+     offsetof(uct_tcp_iface_config_t, keepcnt), UCS_CONFIG_TYPE_UINT},
+
     {NULL}
 };
 
@@ -78,6 +97,34 @@ static ucs_config_table_entry_t uct_tcp_iface_config_entry = {
 };
 UCS_CONFIG_REGISTER_TABLE(uct_tcp_iface_config_entry)
 
+
+static int uct_tcp_iface_seconds(double value)
+{
+    return (value >= INT32_MAX) ? INT32_MAX : (int)ucs_max(value + 0.5, 1.0);
+}
+
+static ucs_status_t uct_tcp_iface_keepalive_init(uct_tcp_iface_t *iface,
+                                                 const uct_tcp_iface_config_t *config)
+{
+    if ((config->keepidle == UCS_CONFIG_TIME_INF) || (config->keepidle <= 0)) {
+        iface->sock_opts.keepidle = 0;
+        iface->unacked_max_ms     = 0;
+        return UCS_OK;
+    }
+    if ((config->keepintvl <= 0) || (config->keepcnt == 0) ||
+        (config->keepcnt > 127)) {
+        ucs_error("tcp: UCX_TCP_KEEPINTVL must be positive and UCX_TCP_KEEPCNT "
+                  "1..127 (got %g s, %u)", config->keepintvl, config->keepcnt);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    iface->sock_opts.keepidle  = uct_tcp_iface_seconds(config->keepidle);
+    iface->sock_opts.keepintvl = uct_tcp_iface_seconds(config->keepintvl);
+    iface->sock_opts.keepcnt   = (int)config->keepcnt;
+    iface->unacked_max_ms      = 1000u * (unsigned)ucs_min(
+            (double)iface->sock_opts.keepidle +
+            (double)iface->sock_opts.keepintvl * iface->sock_opts.keepcnt, 4e6);
+    return UCS_OK;
+}
 
 ucs_status_t uct_tcp_iface_watch_add(uct_tcp_iface_t *iface, uct_tcp_watch_t *watch,
                                      uint32_t events)
@@ -515,6 +562,10 @@ static ucs_status_t uct_tcp_iface_open(uct_md_h md, uct_worker_h worker,
     iface->sock_opts.sndbuf  = (config->sndbuf == UCS_MEMUNITS_AUTO) ? 0 : config->sndbuf;
     iface->sock_opts.rcvbuf  = (config->rcvbuf == UCS_MEMUNITS_AUTO) ? 0 : config->rcvbuf;
     iface->sock_opts.nodelay = config->nodelay;
+    status = uct_tcp_iface_keepalive_init(iface, config);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
     iface->seg_size          = config->super.max_bcopy;
     iface->max_short         = (iface->seg_size < UCT_TCP_MAX_SHORT) ?
                                iface->seg_size : UCT_TCP_MAX_SHORT;

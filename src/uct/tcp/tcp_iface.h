@@ -86,6 +86,9 @@ typedef struct uct_tcp_iface_config {
     size_t             rcvbuf;     /**< UCS_MEMUNITS_AUTO: kernel default */
     int                nodelay;
     size_t             max_zcopy;
+    double             keepidle;   /**< s; UCS_CONFIG_TIME_INF: off */
+    double             keepintvl;  /**< s */
+    unsigned           keepcnt;
 } uct_tcp_iface_config_t;
 
 typedef struct uct_tcp_iface {
@@ -95,6 +98,8 @@ typedef struct uct_tcp_iface {
     int                 epfd;        /**< epoll set; also the event fd */
     uct_tcp_watch_t     listener;
     uct_tcp_sock_opts_t sock_opts;
+    unsigned            unacked_max_ms; /**< data unacknowledged this long
+                                             fails the ep; 0: never */
     size_t              seg_size;    /**< am_bcopy payload limit, tx buffer */
     size_t              max_short;   /**< am_short limit, 8-byte header included */
     size_t              max_zcopy;

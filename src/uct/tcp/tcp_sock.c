@@ -5,6 +5,7 @@
 #include "tcp_sock.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/compiler_def.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,6 +51,51 @@ const char *uct_tcp_sockaddr_str(const struct sockaddr_in *addr, char *buf,
     return buf;
 }
 
+/* The kernel's keepalive finds a peer host or path that went away while
+ * the connection is idle (nothing of ours unacknowledged); a peer process
+ * that merely stopped still has its kernel answer. */
+static void uct_tcp_sock_apply_keepalive(int fd, const uct_tcp_sock_opts_t *opts)
+{
+    const struct {
+        int        level, name, value;
+        const char *text;
+    } o[] = {
+        {SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE"},
+        {IPPROTO_TCP, TCP_KEEPIDLE, opts->keepidle, "TCP_KEEPIDLE"},
+        {IPPROTO_TCP, TCP_KEEPINTVL, opts->keepintvl, "TCP_KEEPINTVL"},
+        {IPPROTO_TCP, TCP_KEEPCNT, opts->keepcnt, "TCP_KEEPCNT"},
+    };
+    unsigned i;
+
+    if (opts->keepidle <= 0) {
+        return;
+    }
+    for (i = 0; i < sizeof(o) / sizeof(o[0]); ++i) {
+        if (setsockopt(fd, o[i].level, o[i].name, &o[i].value, sizeof(o[i].value)) < 0) {
+            ucs_warn("tcp: setsockopt(%s=%d) failed: %s", o[i].text, o[i].value,
+                     strerror(errno));
+            return;
+        }
+    }
+}
+
+unsigned uct_tcp_sock_unacked_ms(int fd)
+{
+    struct tcp_info info;
+    socklen_t len = sizeof(info);
+
+    memset(&info, 0, sizeof(info));
+    /* Sent data being retransmitted, or data that could not be sent at all
+     * (our own route is gone: the kernel probes instead); an answer to
+     * either resets the kernel's counter. */
+    if ((getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) < 0) ||
+        !(((info.tcpi_unacked > 0) && (info.tcpi_retransmits > 0)) ||
+          (info.tcpi_probes > 0))) {
+        return 0;
+    }
+    return ucs_max(info.tcpi_last_ack_recv, 1u);
+}
+
 /* Buffer sizes are only set when configured: a fixed SO_SNDBUF turns off the
  * kernel's auto-tuning, which is usually the better choice. Failures are
  * reported but not fatal, since the socket still works with the defaults. */
@@ -78,6 +124,7 @@ static void uct_tcp_sock_apply_opts(int fd, const uct_tcp_sock_opts_t *opts,
             ucs_warn("tcp: setsockopt(TCP_NODELAY=%d) failed: %s", value,
                      strerror(errno));
         }
+        uct_tcp_sock_apply_keepalive(fd, opts);
     }
 }
 

@@ -25,6 +25,9 @@ typedef struct uct_tcp_sock_opts {
     size_t sndbuf;  /**< SO_SNDBUF, or 0 to keep the kernel's (auto-tuned) size */
     size_t rcvbuf;  /**< SO_RCVBUF, or 0 to keep the kernel's size */
     int    nodelay; /**< TCP_NODELAY: small messages leave at once */
+    int    keepidle;  /**< TCP_KEEPIDLE, s; 0: no SO_KEEPALIVE */
+    int    keepintvl; /**< TCP_KEEPINTVL, s */
+    int    keepcnt;   /**< TCP_KEEPCNT */
 } uct_tcp_sock_opts_t;
 
 /**
@@ -109,6 +112,15 @@ ucs_status_t uct_tcp_sock_sendv(int fd, const struct iovec *iov, size_t iovcnt,
  *         status of the connection.
  */
 ucs_status_t uct_tcp_sock_recv(int fd, void *buf, size_t length, size_t *recvd_p);
+
+/**
+ * How long the peer of connected socket @a fd has acknowledged nothing
+ * while data of ours is stuck: retransmitted, or probed for because it
+ * cannot leave (TCP_INFO), in ms; 0 when no data is stuck. A receiver
+ * that is merely slow still acknowledges (its window probes), so a large
+ * value means the path or the peer's host is gone.
+ */
+unsigned uct_tcp_sock_unacked_ms(int fd);
 
 /** "a.b.c.d:port" of @a addr into @a buf (at least 24 bytes); returns buf. */
 const char *uct_tcp_sockaddr_str(const struct sockaddr_in *addr, char *buf,

@@ -244,31 +244,19 @@ void uct_mm_seg_detach(uct_mm_seg_t *seg)
  * was not reaped yet (a zombie), so /proc has the last word. */
 static int uct_mm_peer_pid_alive(pid_t pid)
 {
-    char path[64], buf[512];
-    const char *close_paren;
-    ssize_t n;
-    int fd;
+    ucs_sys_proc_stat_t st;
+    ucs_status_t status;
 
     if ((kill(pid, 0) != 0) && (errno != EPERM)) {
         return 0;
     }
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    status = ucs_sys_proc_stat(pid, &st);
+    if (status == UCS_ERR_NO_ELEM) {
+        return 0;
+    } else if (status != UCS_OK) {
         return 1; /* no /proc to ask: trust kill() */
     }
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) {
-        return 1;
-    }
-    buf[n] = '\0';
-    /* "pid (comm) S ...": comm may hold spaces and parentheses. */
-    close_paren = strrchr(buf, ')');
-    if ((close_paren == NULL) || (close_paren[1] != ' ')) {
-        return 1;
-    }
-    return (close_paren[2] != 'Z') && (close_paren[2] != 'X');
+    return (st.state != 'Z') && (st.state != 'X');
 }
 
 ucs_status_t uct_mm_peer_open(pid_t pid, uct_mm_peer_t *peer)
