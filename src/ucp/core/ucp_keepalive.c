@@ -67,8 +67,7 @@ int ucp_ep_peer_watch(ucp_ep_h ep, uint64_t now)
     status = ucs_sys_proc_stat(ep->peer.pid, &st);
     if ((status == UCS_ERR_NO_ELEM) ||
         ((status == UCS_OK) &&
-         ((st.start_time != ep->peer.start_time) || (st.state == 'Z') ||
-          (st.state == 'X')))) {
+         ((st.start_time != ep->peer.start_time) || ucs_sys_proc_stat_exited(&st)))) {
         ucs_diag("ucp: ep %s: peer process %d has exited", ep->name, ep->peer.pid);
         ucp_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT, 1);
         return 1;

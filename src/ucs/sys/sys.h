@@ -65,6 +65,13 @@ typedef struct ucs_sys_proc_stat {
  */
 ucs_status_t ucs_sys_proc_stat(int pid, ucs_sys_proc_stat_t *stat_p);
 
+/** Whether @a st is of a process that has exited (a zombie not reaped yet,
+ *  or one being torn down). */
+static inline int ucs_sys_proc_stat_exited(const ucs_sys_proc_stat_t *st)
+{
+    return (st->state == 'Z') || (st->state == 'X');
+}
+
 END_C_DECLS
 
 #endif

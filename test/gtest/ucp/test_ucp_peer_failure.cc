@@ -447,7 +447,6 @@ bool sh(const std::string &cmd)
 
 void set_path_test_env()
 {
-    setenv("UCX_TLS", "tcp", 1);
     setenv("UCX_KEEPALIVE_INTERVAL", "500ms", 1);
     setenv("UCX_TCP_KEEPIDLE", "1s", 1);
     setenv("UCX_TCP_KEEPINTVL", "1s", 1);

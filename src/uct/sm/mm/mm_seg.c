@@ -256,7 +256,7 @@ static int uct_mm_peer_pid_alive(pid_t pid)
     } else if (status != UCS_OK) {
         return 1; /* no /proc to ask: trust kill() */
     }
-    return (st.state != 'Z') && (st.state != 'X');
+    return !ucs_sys_proc_stat_exited(&st);
 }
 
 ucs_status_t uct_mm_peer_open(pid_t pid, uct_mm_peer_t *peer)
