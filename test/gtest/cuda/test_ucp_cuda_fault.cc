@@ -1,8 +1,9 @@
 /**
  * @file test_ucp_cuda_fault.cc
  * Faults of device-memory rendezvous between two real processes: the
- * receiver SIGKILLed while messages of several fragments are in flight
- * (forced get_zcopy, and the pipeline through device fragments), and device
+ * receiver SIGKILLed, SIGSTOPped or exiting without closing while messages
+ * of several fragments are in flight (forced get_zcopy, and the pipeline
+ * through device fragments), and device
  * memory exhausted so that no staging fragment can be allocated. The
  * surviving side's requests end -- with an error, or for exhaustion through
  * a fallback with the right data -- within a bounded time, its error handler
@@ -55,10 +56,8 @@ void set_env(const env_t &extra)
     }
 }
 
-void count_error(void *arg, ucp_ep_h, ucs_status_t)
-{
-    ++*(int*)arg;
-}
+struct side;
+void count_error(void *arg, ucp_ep_h, ucs_status_t status);
 
 /* One side: context, worker, and an ep in error mode PEER. */
 struct side {
@@ -66,6 +65,7 @@ struct side {
     ucp_worker_h  worker  = NULL;
     ucp_ep_h      ep      = NULL;
     int           errors  = 0;
+    ucs_status_t  last_error = UCS_OK;
 
     void init(oob_channel &oob)
     {
@@ -92,7 +92,7 @@ struct side {
         eparams.address         = (const ucp_address_t*)remote.data();
         eparams.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
         eparams.err_handler.cb  = count_error;
-        eparams.err_handler.arg = &errors;
+        eparams.err_handler.arg = this;
         ASSERT_EQ(UCS_OK, ucp_ep_create(worker, &eparams, &ep));
     }
 
@@ -147,6 +147,12 @@ struct side {
     }
 };
 
+void count_error(void *arg, ucp_ep_h, ucs_status_t status)
+{
+    ++((side*)arg)->errors;
+    ((side*)arg)->last_error = status;
+}
+
 /* CUDA must not be initialised in the test runner itself (fork after
  * cuInit): both sides run in children, and @a victim may be killed. */
 void run_pair(const ucx_test::process_fn_t &survivor,
@@ -160,14 +166,38 @@ void run_pair(const ucx_test::process_fn_t &survivor,
         timeout + 10.0);
 }
 
+/* How the victim goes away. */
+enum class death {
+    killed,  /* SIGKILL */
+    stopped, /* SIGSTOP: alive to the transports, it answers nothing */
+    exited   /* exit(0) without closing anything */
+};
+
+const char *death_name(death how)
+{
+    return (how == death::killed) ? "killed" : (how == death::stopped) ? "stopped" : "exited";
+}
+
+volatile sig_atomic_t g_exit_requested;
+
+void request_exit(int)
+{
+    g_exit_requested = 1;
+}
+
 /*
  * The survivor sends device buffers of several fragments each; the victim
- * receives them into device memory until it is SIGKILLed after @a before
- * messages arrived, with more in flight and more sent after the death.
+ * receives them into device memory until it goes away (@a how) after
+ * @a before messages arrived, with more in flight and more sent after that.
+ * A stopped victim is failed by the keepalive after UCX_KEEPALIVE_TIMEOUT
+ * (2 s here) with UCS_ERR_ENDPOINT_TIMEOUT.
  */
-void kill_mid_rndv(const env_t &env)
+void fault_mid_rndv(env_t env, death how = death::killed)
 {
     const int before = 3, in_flight = 8;
+
+    env.push_back({"UCX_KEEPALIVE_INTERVAL", "400ms"});
+    env.push_back({"UCX_KEEPALIVE_TIMEOUT", "2s"});
 
     run_pair(
         [&](oob_channel &oob) {
@@ -197,7 +227,8 @@ void kill_mid_rndv(const env_t &env)
                     reqs.push_back(s.send((void*)bufs[i].ptr, k_msg, before + i));
                     ucp_worker_progress(s.worker);
                 }
-                kill(victim, SIGKILL);
+                kill(victim, (how == death::killed) ? SIGKILL :
+                             (how == death::stopped) ? SIGSTOP : SIGUSR1);
                 for (int i = in_flight; i < in_flight + 2; ++i) {
                     reqs.push_back(s.send((void*)bufs[i].ptr, k_msg, before + i));
                 }
@@ -216,11 +247,22 @@ void kill_mid_rndv(const env_t &env)
                 double took = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - start).count();
                 EXPECT_EQ(1, s.errors) << "error handler calls";
-                EXPECT_GT(failed, 0) << "no send failed after the receiver died";
+                EXPECT_GT(failed, 0) << "no send failed after the receiver went away";
                 EXPECT_LT(took, k_bound);
-                printf("[ fault    ] %s: %d of %zu device rendezvous sends failed, "
-                       "all done in %.2f s\n", env.empty() ? "auto" :
-                       env[0].second.c_str(), failed, reqs.size(), took);
+                if (how == death::stopped) {
+                    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, s.last_error)
+                            << ucs_status_string(s.last_error);
+                    EXPECT_GE(took, 1.5) << "failed before the keepalive timeout";
+                }
+                /* new operations on the failed endpoint end at once */
+                ucs_status_t late = s.wait(s.send((void*)bufs[0].ptr, k_msg, 999), 1);
+                EXPECT_NE(UCS_OK, late);
+                EXPECT_NE(UCS_ERR_TIMED_OUT, late);
+                printf("[ fault    ] %s, receiver %s: %d of %zu device rendezvous "
+                       "sends failed (%s), all done in %.2f s\n",
+                       env[0].second.c_str(), death_name(how), failed, reqs.size(),
+                       ucs_status_string(s.last_error), took);
+                kill(victim, SIGKILL);
                 s.destroy();
             }
             ucx_test::resource_census after = ucx_test::resource_census::take();
@@ -239,11 +281,19 @@ void kill_mid_rndv(const env_t &env)
             ASSERT_CU(buf.allocate(mem_kind::legacy, k_alloc));
             side s;
             s.init(oob);
+            g_exit_requested = 0;
+            signal(SIGUSR1, request_exit);
             pid_t self = getpid();
             oob.send(&self, sizeof(self));
-            for (ucp_tag_t tag = 0;; ++tag) { /* until SIGKILL */
-                (void)s.wait(s.recv((void*)buf.ptr, k_msg, tag), 5);
+            for (ucp_tag_t tag = 0; !g_exit_requested; ++tag) {
+                ucs_status_ptr_t r = s.recv((void*)buf.ptr, k_msg, tag);
+                while (!g_exit_requested && UCS_PTR_IS_PTR(r) &&
+                       (ucp_request_check_status(r) == UCS_INPROGRESS)) {
+                    ucp_worker_progress(s.worker);
+                }
             }
+            fflush(stdout);
+            exit(0); /* an application that never closes */
         });
 }
 
@@ -261,12 +311,32 @@ protected:
 
 TEST_F(test_ucp_cuda_fault, receiver_killed_mid_get_zcopy_fails_sends_in_bounded_time)
 {
-    kill_mid_rndv({{"UCX_RNDV_SCHEME", "get_zcopy"}});
+    fault_mid_rndv({{"UCX_RNDV_SCHEME", "get_zcopy"}});
+}
+
+TEST_F(test_ucp_cuda_fault, receiver_stopped_mid_get_zcopy_fails_sends_after_the_timeout)
+{
+    fault_mid_rndv({{"UCX_RNDV_SCHEME", "get_zcopy"}}, death::stopped);
+}
+
+TEST_F(test_ucp_cuda_fault, receiver_exiting_without_close_mid_get_zcopy_fails_sends)
+{
+    fault_mid_rndv({{"UCX_RNDV_SCHEME", "get_zcopy"}}, death::exited);
 }
 
 TEST_F(test_ucp_cuda_fault, receiver_killed_mid_pipeline_fails_sends_in_bounded_time)
 {
-    kill_mid_rndv({{"UCX_RNDV_SCHEME", "pipeline"}});
+    fault_mid_rndv({{"UCX_RNDV_SCHEME", "pipeline"}});
+}
+
+TEST_F(test_ucp_cuda_fault, receiver_stopped_mid_pipeline_fails_sends_after_the_timeout)
+{
+    fault_mid_rndv({{"UCX_RNDV_SCHEME", "pipeline"}}, death::stopped);
+}
+
+TEST_F(test_ucp_cuda_fault, receiver_exiting_without_close_mid_pipeline_fails_sends)
+{
+    fault_mid_rndv({{"UCX_RNDV_SCHEME", "pipeline"}}, death::exited);
 }
 
 /*
