@@ -108,27 +108,21 @@ protected:
      * and reports its pid, then progresses; SIGUSR1 makes it exit(0) without
      * closing anything. The survivor (this process) connects in @a mode and
      * runs @a survivor, which must leave the victim dead or dying; the
-     * victim is SIGKILLed afterwards in any case.
+     * victim is SIGKILLed afterwards in any case. Once the survivor's
+     * worker is gone it holds the fds and memfds it had before.
      */
     void run(const std::function<void(ucp_entity &, ucp_ep_h, pid_t)> &survivor,
              ucp_err_handling_mode_t mode = UCP_ERR_HANDLING_MODE_PEER)
     {
         (void)run_two_processes_raw(
             [&](oob_channel &ch) {
-                ucp_entity e(GetParam(), UCS_THREAD_MODE_SINGLE, UCP_FEATURE_TAG);
-                std::string peer;
-                pid_t pid;
-                ASSERT_TRUE(ch.send_blob(e.address()));
-                ASSERT_TRUE(ch.recv_blob(peer));
-                ucp_ep_h ep = e.connect(peer, mode == UCP_ERR_HANDLING_MODE_PEER,
-                                        count_error, &m_errors);
-                exchange_hello(e, ep, true);
-                ASSERT_TRUE(ch.recv(&pid, sizeof(pid)));
-                survivor(e, ep, pid);
-                kill(pid, SIGKILL);
-                ucp_request_param_t p = no_param();
-                EXPECT_NE(UCS_ERR_TIMED_OUT, e.wait(ucp_ep_close_nbx(ep, &p), k_bound))
-                        << "close of the ep to a failed peer";
+                resource_census before = resource_census::take();
+                survive(ch, survivor, mode);
+                /* the failed endpoint's sockets, segments and pidfds went
+                 * with the worker */
+                resource_census after = resource_census::take();
+                EXPECT_EQ(before.fds, after.fds) << "fds leaked";
+                EXPECT_EQ(before.memfds, after.memfds) << "memfds leaked";
             },
             [&](oob_channel &ch) {
                 g_exit_requested = 0;
@@ -163,6 +157,27 @@ protected:
                 exit(0); /* an application that never closes */
             },
             120.0);
+    }
+
+    /* The survivor's side of run(): its entity lives only in here. */
+    void survive(oob_channel &ch,
+                 const std::function<void(ucp_entity &, ucp_ep_h, pid_t)> &survivor,
+                 ucp_err_handling_mode_t mode)
+    {
+        ucp_entity e(GetParam(), UCS_THREAD_MODE_SINGLE, UCP_FEATURE_TAG);
+        std::string peer;
+        pid_t pid;
+        ASSERT_TRUE(ch.send_blob(e.address()));
+        ASSERT_TRUE(ch.recv_blob(peer));
+        ucp_ep_h ep = e.connect(peer, mode == UCP_ERR_HANDLING_MODE_PEER, count_error,
+                                &m_errors);
+        exchange_hello(e, ep, true);
+        ASSERT_TRUE(ch.recv(&pid, sizeof(pid)));
+        survivor(e, ep, pid);
+        kill(pid, SIGKILL);
+        ucp_request_param_t p = no_param();
+        EXPECT_NE(UCS_ERR_TIMED_OUT, e.wait(ucp_ep_close_nbx(ep, &p), k_bound))
+                << "close of the ep to a failed peer";
     }
 
     /* Wait for the error handler; @return the seconds it took. */
