@@ -14,7 +14,9 @@
 #     test/mpi/mpi_hostbench.c once over our libraries (LD_LIBRARY_PATH) and
 #     once over Debian's: ping-pong latency 8 B and 1 KiB, message rate with
 #     64 in flight at 8 B, bandwidth 1 KiB..4 MiB with 16 in flight,
-#     MPI_Sendrecv (both directions at once) 64 KiB..4 MiB.
+#     MPI_Sendrecv (both directions at once) 64 KiB..4 MiB; then
+#     MPI_Allreduce and MPI_Alltoall of 1 and 4 MiB over 2 ranks (bound)
+#     and 4 (unbound), time per call.
 #  4. Default settings, ucx_perftest client/server, the other UCP APIs:
 #     ucp_am_lat and stream_lat 8 B, ucp_am_bw and stream_bw 64 KiB and
 #     1 MiB (upstream's AM data is not copied out of its receive handler,
@@ -198,6 +200,23 @@ run_mpi() {
     while read -r t s v; do
         record "mpi.$who.$t.$s" "$v"
     done <"$tmp/mpi.out"
+    # Collectives over 2 ranks (bound as above) and 4 (unbound: more ranks
+    # than this machine may have cores), 1 and 4 MiB.
+    local np bind
+    for np in 2 4; do
+        bind=("${mpi_bind[@]}")
+        [ $np = 4 ] && bind=(--oversubscribe --bind-to none)
+        env -u LD_LIBRARY_PATH ${lp:+LD_LIBRARY_PATH="$our_libs"} \
+            mpirun "${mpi_root[@]}" -np $np "${bind[@]}" --mca pml ucx --mca btl self \
+            --mca pml_ucx_tls any --mca pml_ucx_devices any "${lp[@]}" \
+            "$tmp/mpi_hostbench" -t 0.3 -s 1048576,4194304 -T allreduce,alltoall \
+            >"$tmp/mpi.out" 2>"$tmp/mpi.err" ||
+            { echo "FAILED: mpirun -np $np collectives ($who)" >&2;
+              tail -20 "$tmp/mpi.err" >&2; return 1; }
+        while read -r t s v; do
+            record "mpi.$who.np$np.$t.$s" "$v"
+        done <"$tmp/mpi.out"
+    done
 }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $pinning"
@@ -283,6 +302,14 @@ if [ "$mpi_ok" = 1 ]; then
     for s in 65536 1048576 4194304; do
         row "MPI_Sendrecv $s B, 2 x bytes / time (MB/s)" "mpi.o.sendrecv.$s" \
             "mpi.u.sendrecv.$s" ">=" 1.0
+    done
+    for np in 2 4; do
+        for t in allreduce alltoall; do
+            for s in 1048576 4194304; do
+                row "MPI_${t^} $s B, $np ranks, time per call (us)" \
+                    "mpi.o.np$np.$t.$s" "mpi.u.np$np.$t.$s" "<=" 1.0
+            done
+        done
     done
 fi
 

@@ -1,17 +1,23 @@
 /*
- * Host-memory MPI benchmark between ranks 0 and 1 (any extra ranks wait at
- * the barriers), the MPI-level rows of contrib/bench-host.sh:
+ * Host-memory MPI benchmark, the MPI-level rows of contrib/bench-host.sh:
+ * point-to-point between ranks 0 and 1 (any extra ranks wait at the
+ * barriers), collectives over all ranks:
  *   lat      half of a round trip of MPI_Send/MPI_Recv, us
  *   rate     a window of 64 MPI_Isend/MPI_Irecv closed by a zero-byte
  *            answer: messages per second, in millions
  *   bw       the same with a window of 16: MB/s (1e6 bytes/s)
  *   sendrecv both ranks MPI_Sendrecv to each other at once, Intel MPI
  *            Benchmarks' figure: 2 * bytes / time, MB/s
- * Each received message's first and last bytes are checked once per size.
+ *   allreduce  every rank: MPI_Allreduce (MPI_SUM) of <bytes> of ints,
+ *            us per call (the slowest rank's average)
+ *   alltoall every rank: MPI_Alltoall of <bytes> to each other rank, us per
+ *            call (the slowest rank's average)
+ * Each received message's first and last bytes are checked once per size
+ * (for the collectives: the first and last element of one call's result).
  * Rank 0 prints one line per test and size: "<test> <bytes> <value>".
  *
  * usage: mpi_hostbench [-s size,size,...] [-t seconds per size (0.2)]
- *                      [-T lat,rate,bw,sendrecv]
+ *                      [-T lat,rate,bw,sendrecv,allreduce,alltoall]
  */
 #include "mpi_check.h"
 
@@ -111,6 +117,74 @@ static double hb_sendrecv(int rank, unsigned char *sbuf, unsigned char *rbuf,
     return hb_now() - t;
 }
 
+static double hb_allreduce(int *sbuf, int *rbuf, size_t len, int iters)
+{
+    double t = hb_now();
+    int i;
+
+    for (i = 0; i < iters; ++i) {
+        MPI_Allreduce(sbuf, rbuf, (int)(len / sizeof(int)), MPI_INT, MPI_SUM,
+                      MPI_COMM_WORLD);
+    }
+    return hb_now() - t;
+}
+
+static double hb_alltoall(unsigned char *sbuf, unsigned char *rbuf, size_t len,
+                          int iters)
+{
+    double t = hb_now();
+    int i;
+
+    for (i = 0; i < iters; ++i) {
+        MPI_Alltoall(sbuf, (int)len, MPI_BYTE, rbuf, (int)len, MPI_BYTE, MPI_COMM_WORLD);
+    }
+    return hb_now() - t;
+}
+
+/* A collective at one size on every rank: the slowest rank's us per call. */
+static void hb_run_collective(const char *test, int rank, int size, unsigned char *sbuf,
+                              unsigned char *rbuf, size_t len, double seconds)
+{
+    int is_ar = !strcmp(test, "allreduce"), probe = 5, iters, n, p;
+    size_t i;
+    double t;
+
+    if (is_ar) {
+        n = (int)(len / sizeof(int));
+        for (i = 0; i < (size_t)n; ++i) {
+            ((int*)sbuf)[i] = rank + 1 + (int)(i & 7);
+        }
+    } else {
+        for (p = 0; p < size; ++p) {
+            memset(sbuf + (size_t)p * len, (rank * 16 + p) & 0xff, len);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    t = is_ar ? hb_allreduce((int*)sbuf, (int*)rbuf, len, probe) :
+                hb_alltoall(sbuf, rbuf, len, probe);
+    if (is_ar && (n > 0)) {
+        CHECK((((int*)rbuf)[0] == size * (size + 1) / 2) &&
+              (((int*)rbuf)[n - 1] == size * (size + 1) / 2 + size * ((n - 1) & 7)),
+              "allreduce of %zu bytes: wrong sum", len);
+    } else if (!is_ar && (len > 0)) {
+        for (p = 0; p < size; ++p) {
+            CHECK((rbuf[(size_t)p * len] == ((p * 16 + rank) & 0xff)) &&
+                  (rbuf[(size_t)p * len + len - 1] == ((p * 16 + rank) & 0xff)),
+                  "alltoall of %zu bytes: block of rank %d corrupt", len, p);
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    iters = hb_iters(t, probe, seconds);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t = is_ar ? hb_allreduce((int*)sbuf, (int*)rbuf, len, iters) :
+                hb_alltoall(sbuf, rbuf, len, iters);
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("%s %zu %.4f\n", test, len, t / iters * 1e6);
+        fflush(stdout);
+    }
+}
+
 /* One test at one size: probe, size the run, time it, print. */
 static void hb_run(const char *test, int rank, unsigned char *sbuf,
                    unsigned char *rbuf, size_t len, double seconds)
@@ -129,7 +203,7 @@ static void hb_run(const char *test, int rank, unsigned char *sbuf,
     t     = HB_ONCE(probe);
     iters = hb_iters(t, probe, seconds);
     if (is_sr || !is_lat) {
-        if (rank == 1 || is_sr) {
+        if ((rank == 1) || (is_sr && (rank <= 1))) {
             hb_check(rbuf, len, is_sr ? (int)len + (1 - rank) : (int)len);
         }
     }
@@ -183,17 +257,22 @@ int main(int argc, char **argv)
     for (i = 0; i < num_sizes; ++i) {
         max = (sizes[i] > max) ? sizes[i] : max;
     }
-    sbuf = malloc(max + 1);
-    rbuf = malloc(max + 1);
-    CHECK((sbuf != NULL) && (rbuf != NULL), "no memory for %zu bytes", max);
-    memset(rbuf, 0, max + 1);
+    /* alltoall: one block for each rank */
+    sbuf = malloc(max * size + 1);
+    rbuf = malloc(max * size + 1);
+    CHECK((sbuf != NULL) && (rbuf != NULL), "no memory for %zu bytes", max * size);
+    memset(rbuf, 0, max * size + 1);
     snprintf(list, sizeof(list), "%s", tests);
     for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         for (i = 0; i < num_sizes; ++i) {
             if ((!strcmp(tok, "rate") && (sizes[i] > 65536))) {
                 continue; /* a message rate of large messages is bandwidth */
             }
-            hb_run(tok, rank, sbuf, rbuf, sizes[i], seconds);
+            if (!strcmp(tok, "allreduce") || !strcmp(tok, "alltoall")) {
+                hb_run_collective(tok, rank, size, sbuf, rbuf, sizes[i], seconds);
+            } else {
+                hb_run(tok, rank, sbuf, rbuf, sizes[i], seconds);
+            }
         }
     }
     free(sbuf);
