@@ -361,6 +361,161 @@ TEST_P(test_ucp_peer_failure, flush_and_close_without_error_handling_end_for_a_d
 
 INSTANTIATE_TEST_SUITE_P(tls, test_ucp_peer_failure, ::testing::Values("", "posix", "tcp"));
 
+/* ---- endpoints made through a listener ------------------------------------ */
+
+namespace {
+
+enum class peer_fate { killed, stopped, exited };
+
+void keep_conn_request(ucp_conn_request_h req, void *arg)
+{
+    *(ucp_conn_request_h*)arg = req;
+}
+
+/* The client's side: connect, one acknowledged message, then the server's
+ * fate and what the client's endpoint must show of it. */
+void client_of_a_failing_server(oob_channel &ch, peer_fate fate)
+{
+    ucp_entity e("", UCS_THREAD_MODE_SINGLE, UCP_FEATURE_TAG);
+    struct sockaddr_in a;
+    pid_t pid;
+    ep_errors errors;
+    ASSERT_TRUE(ch.recv(&a, sizeof(a)));
+    ucp_ep_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_FLAGS |
+                   UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    p.sockaddr.addr    = (struct sockaddr*)&a;
+    p.sockaddr.addrlen = sizeof(a);
+    p.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
+    p.err_handler.cb   = count_error;
+    p.err_handler.arg  = &errors;
+    ucp_ep_h ep;
+    ASSERT_EQ(UCS_OK, ucp_ep_create(e.worker(), &p, &ep));
+    uint64_t v            = 1;
+    ucp_request_param_t r = no_param();
+    ASSERT_EQ(UCS_OK, e.wait(ucp_tag_send_sync_nbx(ep, &v, sizeof(v), 7, &r), k_bound))
+            << "the server did not acknowledge the first message";
+    ASSERT_TRUE(ch.recv(&pid, sizeof(pid)));
+    kill(pid, (fate == peer_fate::killed) ? SIGKILL :
+              (fate == peer_fate::stopped) ? SIGSTOP : SIGUSR1);
+    clk::time_point start = clk::now();
+    while ((errors.count == 0) && (seconds_since(start) < k_bound)) {
+        ucp_worker_progress(e.worker());
+    }
+    double took = seconds_since(start);
+    printf("[ fault    ] sockaddr ep, server %s: failed after %.2f s (%s)\n",
+           (fate == peer_fate::killed) ? "killed" :
+           (fate == peer_fate::stopped) ? "stopped" : "exited",
+           took, ucs_status_string(errors.status));
+    EXPECT_EQ(1, errors.count) << "error handler calls";
+    EXPECT_NE(UCS_OK, errors.status);
+    if (fate == peer_fate::stopped) {
+        EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, errors.status);
+        EXPECT_GE(took, 1.9) << "failed before the 2 s timeout";
+        EXPECT_LT(took, 6.0);
+    } else {
+        EXPECT_LT(took, 5.0) << "probes every 400 ms";
+    }
+    EXPECT_TRUE(UCS_PTR_IS_ERR(ucp_tag_send_nbx(ep, &v, sizeof(v), 7, &r)))
+            << "a send on the failed ep";
+    kill(pid, SIGKILL);
+    e.close(ep, true);
+}
+
+} // namespace
+
+/*
+ * Client/server endpoints (a listener on 127.0.0.1, the client connecting
+ * by sockaddr, both in error mode PEER) learn of a peer's failure as those
+ * made from worker addresses do: the server (the victim, a child) is
+ * SIGKILLed, SIGSTOPped or exits without closing after one message; the
+ * client's endpoint fails within the bound (a stopped server after the
+ * keepalive timeout, with UCS_ERR_ENDPOINT_TIMEOUT), a later send fails at
+ * once, a forced close completes, and once its worker is gone the client
+ * holds the fds it had before.
+ */
+class test_ucp_sockaddr_peer_failure : public ::testing::TestWithParam<peer_fate> {
+};
+
+TEST_P(test_ucp_sockaddr_peer_failure, client_endpoint_fails_when_the_server_goes_away)
+{
+    scoped_setenv interval("UCX_KEEPALIVE_INTERVAL", "400ms");
+    scoped_setenv timeout("UCX_KEEPALIVE_TIMEOUT", "2s");
+    const peer_fate fate = GetParam();
+
+    (void)run_two_processes_raw(
+        [&](oob_channel &ch) {
+            resource_census before = resource_census::take();
+            client_of_a_failing_server(ch, fate);
+            /* the worker's listener-side state (an epoll fd made at its
+             * first sockaddr endpoint) goes with the worker */
+            resource_census after = resource_census::take();
+            EXPECT_EQ(before.fds, after.fds) << "the failed endpoint left fds behind";
+        },
+        [&](oob_channel &ch) {
+            g_exit_requested = 0;
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            signal(SIGUSR1, request_exit);
+            ucp_entity e("", UCS_THREAD_MODE_SINGLE, UCP_FEATURE_TAG);
+            ucp_conn_request_h conn = NULL;
+            struct sockaddr_in a;
+            memset(&a, 0, sizeof(a));
+            a.sin_family      = AF_INET;
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            ucp_listener_params_t lp;
+            memset(&lp, 0, sizeof(lp));
+            lp.field_mask       = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                                  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+            lp.sockaddr.addr    = (struct sockaddr*)&a;
+            lp.sockaddr.addrlen = sizeof(a);
+            lp.conn_handler.cb  = keep_conn_request;
+            lp.conn_handler.arg = &conn;
+            ucp_listener_h listener;
+            ASSERT_EQ(UCS_OK, ucp_listener_create(e.worker(), &lp, &listener));
+            ucp_listener_attr_t la;
+            la.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+            ASSERT_EQ(UCS_OK, ucp_listener_query(listener, &la));
+            memcpy(&a, &la.sockaddr, sizeof(a));
+            ASSERT_TRUE(ch.send(&a, sizeof(a)));
+            while (conn == NULL) {
+                ucp_worker_progress(e.worker());
+            }
+            ucp_ep_params_t p;
+            memset(&p, 0, sizeof(p));
+            p.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST |
+                             UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+            p.conn_request = conn;
+            p.err_mode     = UCP_ERR_HANDLING_MODE_PEER;
+            ucp_ep_h ep;
+            ASSERT_EQ(UCS_OK, ucp_ep_create(e.worker(), &p, &ep));
+            uint64_t v = 0;
+            ucp_request_param_t r = no_param();
+            ASSERT_EQ(UCS_OK, e.wait_recv(ucp_tag_recv_nbx(e.worker(), &v, sizeof(v), 7,
+                                                           (ucp_tag_t)-1, &r),
+                                          NULL));
+            pid_t self = getpid();
+            ASSERT_TRUE(ch.send(&self, sizeof(self)));
+            while (!g_exit_requested) {
+                ucp_worker_progress(e.worker());
+            }
+            exit(0); /* listener, endpoint and worker left open */
+        },
+        120.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(fate, test_ucp_sockaddr_peer_failure,
+                         ::testing::Values(peer_fate::killed, peer_fate::stopped,
+                                           peer_fate::exited),
+                         [](const ::testing::TestParamInfo<peer_fate> &info) {
+                             return std::string((info.param == peer_fate::killed) ?
+                                                "killed" :
+                                                (info.param == peer_fate::stopped) ?
+                                                "stopped" : "exited");
+                         });
+
 /* ---- tcp keepalive settings ------------------------------------------------ */
 
 namespace {
