@@ -122,6 +122,11 @@ enum {
  * header's length (bits 0-31), the AM id (32-47), send flags (48-55:
  * UCP_AM_SEND_FLAG_REPLY) and, for stream bytes, bit 63.
  */
+/* ucp_worker_progress() runs its housekeeping (queued sends, rendezvous
+ * completions, probes, error handlers) at least once in this many calls
+ * (a power of 2), and whenever there may be something for it. */
+#define UCP_WORKER_HOUSEKEEPING_PERIOD 16
+
 #define UCP_AM_WORD(_id, _hdr_len, _flags) \
     (((uint64_t)(_hdr_len) & 0xffffffffull) | ((uint64_t)((_id) & 0xffff) << 32) | \
      ((uint64_t)((_flags) & 0xff) << 48))
@@ -359,6 +364,9 @@ struct ucp_worker {
     uint64_t           idle_keepalive_ns; /* next round of idle probes */
     unsigned           keepalive_calls;  /* progress calls, to read the
                                             clock only now and then */
+    int                housekeeping_due; /* work queued for the next
+                                            progress call's housekeeping */
+    unsigned           rounds;           /* progress calls (housekeeping) */
     unsigned           live_reqs;    /* allocated and not given back */
     uint64_t           next_msg_id;
     uint64_t           next_sync_id;

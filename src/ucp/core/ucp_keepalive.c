@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #define UCP_KEEPALIVE_INTERVAL_NS 100000000ull
-/* Progress calls between two looks at the clock for the idle probes: a
- * busy loop makes millions of calls a second, an idle one few. */
-#define UCP_KEEPALIVE_IDLE_CALLS  1024
+/* Housekeeping rounds (ucp_worker_progress(): one call in
+ * UCP_WORKER_HOUSEKEEPING_PERIOD while nothing happens) between two looks
+ * at the clock for the idle probes: a busy loop makes millions of calls a
+ * second, an idle one few. */
+#define UCP_KEEPALIVE_IDLE_CALLS  64
 
 void ucp_ep_peer_watch_init(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
                             int same_host)
@@ -186,7 +188,8 @@ int ucp_worker_keepalive_wait_ms(ucp_worker_h worker)
         if ((ep->err_mode == UCP_ERR_HANDLING_MODE_PEER) &&
             !(ep->flags & UCP_EP_FLAG_FAILED)) {
             /* the next progress call looks at the clock */
-            worker->keepalive_calls = UCP_KEEPALIVE_IDLE_CALLS - 1;
+            worker->keepalive_calls  = UCP_KEEPALIVE_IDLE_CALLS - 1;
+            worker->housekeeping_due = 1;
             return (int)ucs_max(worker->context->keepalive_ns / 4000000ull, 1ull);
         }
     }

@@ -391,13 +391,14 @@ static unsigned ucp_worker_notify_failures(ucp_worker_h worker)
     return count;
 }
 
-unsigned ucp_worker_progress(ucp_worker_h worker)
+/* What the worker does besides its transports: queued sends, rendezvous
+ * completions and fragment waiters, probes, connections, error handlers,
+ * endpoints to destroy. */
+static unsigned ucp_worker_housekeeping(ucp_worker_h worker)
 {
     unsigned count;
 
-    ucp_worker_lock(worker);
-    count  = uct_worker_progress(worker->uct_worker);
-    count += ucp_worker_progress_ready(worker);
+    count  = ucp_worker_progress_ready(worker);
     count += ucp_rndv_progress(worker);
     count += ucp_worker_keepalive(worker);
     if (ucs_unlikely(worker->sa != NULL)) {
@@ -405,6 +406,34 @@ unsigned ucp_worker_progress(ucp_worker_h worker)
     }
     count += ucp_worker_notify_failures(worker);
     ucp_worker_destroy_zombies(worker);
+    return count;
+}
+
+/* Whether the housekeeping must run although the transports found nothing
+ * in this call: one of the worker's own queues holds something, work was
+ * queued outside progress (a rendezvous completed inside a user's call),
+ * or every UCP_WORKER_HOUSEKEEPING_PERIOD calls for the timers. A polling
+ * loop that waits for a message thus costs one transport round per call. */
+static inline int ucp_worker_housekeeping_due(ucp_worker_h worker)
+{
+    return worker->housekeeping_due || !ucs_list_is_empty(&worker->ready) ||
+           !ucs_list_is_empty(&worker->notify) || !ucs_list_is_empty(&worker->zombies) ||
+           (worker->sa != NULL) ||
+           ((++worker->rounds & (UCP_WORKER_HOUSEKEEPING_PERIOD - 1)) == 0);
+}
+
+unsigned ucp_worker_progress(ucp_worker_h worker)
+{
+    unsigned count;
+
+    ucp_worker_lock(worker);
+    count = uct_worker_progress(worker->uct_worker);
+    /* After transport events at once: their callbacks may have queued
+     * sends or completions that must not wait for another call. */
+    if ((count != 0) || ucs_unlikely(ucp_worker_housekeeping_due(worker))) {
+        worker->housekeeping_due = 0;
+        count                   += ucp_worker_housekeeping(worker);
+    }
     ucp_worker_unlock(worker);
     return count;
 }
@@ -461,8 +490,9 @@ ucs_status_t ucp_worker_arm(ucp_worker_h worker)
             status = uct_iface_event_arm(worker->ifaces[i].iface, UCT_EVENT_RECV);
         }
     }
-    if ((status == UCS_OK) && !ucs_list_is_empty(&worker->notify)) {
-        status = UCS_ERR_BUSY;
+    if ((status == UCS_OK) &&
+        (!ucs_list_is_empty(&worker->notify) || worker->housekeeping_due)) {
+        status = UCS_ERR_BUSY; /* work left for the next progress call */
     }
     if ((status == UCS_OK) && (worker->sa != NULL)) {
         ucp_sa_arm(worker);

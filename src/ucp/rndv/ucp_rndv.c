@@ -422,6 +422,7 @@ static void ucp_rndv_op_comp(uct_completion_t *comp)
 
     --op->worker->rndv->ops_pending;
     ucs_list_add_tail(&op->worker->rndv->done, &op->list);
+    op->worker->housekeeping_due = 1;
 }
 
 ucp_rndv_op_t *ucp_rndv_op_new(ucp_worker_h worker, uint64_t id,
@@ -452,6 +453,7 @@ ucs_status_t ucp_rndv_op_started(ucp_rndv_op_t *op, ucs_status_t status)
         return UCS_OK;
     } else if (status == UCS_OK) {
         ucs_list_add_tail(&op->worker->rndv->done, &op->list);
+        op->worker->housekeeping_due = 1;
         return UCS_OK;
     }
     ucp_rndv_op_free(op);

@@ -414,6 +414,7 @@ void ucp_rndv_frag_wait(ucp_worker_h worker, ucp_rndv_req_t *rreq)
     if (!rreq->waiting) {
         rreq->waiting = 1;
         ucs_list_add_tail(&worker->rndv->waiters, &rreq->wait_link);
+        worker->housekeeping_due = 1;
         ucs_debug("ucp: rendezvous 0x%llx waits for a fragment",
                   (unsigned long long)rreq->id);
     }

@@ -43,12 +43,29 @@ typedef struct uct_base_iface {
      *  worker's list, so one whose operations complete in their call (cma)
      *  costs progress nothing. */
     int                 has_progress;
+    /** Set by the transport while it has nothing to progress but a rare
+     *  look (a listening socket): the worker then calls its progress only
+     *  once in UCT_WORKER_IDLE_POLL_PERIOD rounds, without an indirect call
+     *  in the others. See uct_base_iface_set_idle(). */
+    int                 progress_idle;
     char                tl_name[UCT_TL_NAME_MAX]; /**< from params, for messages */
     size_t              rx_headroom; /**< params->rx_headroom, or 0 */
     /** Set after uct_base_iface_init() by a transport with its own model;
      *  NULL: estimates come from uct_iface_query() alone. */
     uct_iface_estimate_perf_func_t estimate_perf;
 } uct_base_iface_t;
+
+/**
+ * Tell the worker whether @a iface is idle (nothing but a rare look to
+ * progress). A transport clears it as soon as it has work -- an ep created,
+ * an event fd armed -- and may set it at the end of a progress call that
+ * found nothing left; a new connection is then seen within
+ * UCT_WORKER_IDLE_POLL_PERIOD progress rounds.
+ */
+static inline void uct_base_iface_set_idle(uct_base_iface_t *iface, int idle)
+{
+    iface->progress_idle = idle;
+}
 
 /** Transports embed this as the first member of their ep. */
 typedef struct uct_base_ep {

@@ -129,12 +129,16 @@ unsigned uct_worker_progress(uct_worker_h worker)
 {
     uct_base_iface_t *iface;
     unsigned count = 0;
+    int idle_turn;
 
     uct_worker_lock(worker);
     ++worker->in_progress;
 
+    idle_turn = ((++worker->rounds & (UCT_WORKER_IDLE_POLL_PERIOD - 1)) == 0);
     ucs_list_for_each(iface, &worker->ifaces, worker_link) {
-        count += iface->super.ops.iface_progress(&iface->super);
+        if (ucs_likely(!iface->progress_idle) || idle_turn) {
+            count += iface->super.ops.iface_progress(&iface->super);
+        }
     }
 
     if (worker->active_mask != 0) {

@@ -21,6 +21,11 @@ BEGIN_C_DECLS
 
 #define UCT_WORKER_MAX_CALLBACKS 64
 
+/** An idle iface (uct_base_iface_set_idle()) is progressed in one round of
+ *  this many (a power of 2): an unused transport costs one load and branch
+ *  per round, and its system call only now and then. */
+#define UCT_WORKER_IDLE_POLL_PERIOD 1024
+
 /**
  * Flag of uct_worker_progress_register_safe(): remove the callback after it
  * has run once (its id must then not be unregistered again). Same bit as
@@ -43,6 +48,7 @@ struct uct_worker {
     uint64_t              active_mask;   /**< slots progress calls */
     uint64_t              pending_mask;  /**< registered during progress, not yet active */
     unsigned              in_progress;   /**< nesting depth of uct_worker_progress() */
+    unsigned              rounds;        /**< progress rounds, for idle ifaces */
     pthread_mutex_t       lock;          /**< recursive; taken only in UCS_THREAD_MODE_MULTI */
 };
 

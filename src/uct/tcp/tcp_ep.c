@@ -576,6 +576,7 @@ ucs_status_t uct_tcp_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
     uct_pending_queue_init(&ep->pending);
     ucs_queue_head_init(&ep->flush_comps);
     ucs_list_add_tail(&iface->eps, &ep->list);
+    uct_base_iface_set_idle(&iface->super, 0);
 
     status = uct_tcp_conn_connect(ep);
     if (status != UCS_OK) {

@@ -204,11 +204,6 @@ static unsigned uct_tcp_iface_progress(uct_iface_h tl_iface)
     uct_tcp_watch_t *watch;
     int i, n;
 
-    if (ucs_likely(uct_tcp_iface_is_idle(iface)) &&
-        ((++iface->idle_calls & (UCT_TCP_IDLE_POLL_PERIOD - 1)) != 0)) {
-        return 0;
-    }
-
     n = epoll_wait(iface->epfd, events, UCT_TCP_MAX_EVENTS, 0);
     if (ucs_unlikely(n < 0)) {
         if (errno != EINTR) {
@@ -245,6 +240,7 @@ static unsigned uct_tcp_iface_progress(uct_iface_h tl_iface)
     if (ucs_unlikely(!ucs_list_is_empty(&iface->failed_eps))) {
         count += uct_tcp_iface_report_failures(iface);
     }
+    uct_base_iface_set_idle(&iface->super, uct_tcp_iface_is_idle(iface));
     return count;
 }
 
@@ -262,7 +258,7 @@ static ucs_status_t uct_tcp_iface_event_arm(uct_iface_h tl_iface, unsigned event
 
     /* The caller sleeps on the epoll fd next: when it wakes, a connection
      * is waiting and the following progress must look. */
-    iface->idle_calls = UCT_TCP_IDLE_POLL_PERIOD - 1;
+    uct_base_iface_set_idle(&iface->super, 0);
     return ucs_list_is_empty(&iface->failed_eps) ? UCS_OK : UCS_ERR_BUSY;
 }
 

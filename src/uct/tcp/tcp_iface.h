@@ -14,10 +14,12 @@
  * Progress (uct_iface_progress / uct_worker_progress) polls the epoll set
  * without blocking and handles what is ready: accepts, received frames,
  * connection completion, writability for queued data and pending requests.
- * While the iface has no connection at all it polls only one call in
- * UCT_TCP_IDLE_POLL_PERIOD, so an unused tcp costs no system call on the
- * progress path. The epoll descriptor is the iface's event fd for blocking
- * waits; arming it makes the next progress poll at once.
+ * While the iface has no connection at all it tells the worker it is idle
+ * (uct_base_iface_set_idle()): the worker then polls it only one round in
+ * UCT_WORKER_IDLE_POLL_PERIOD, so an unused tcp costs neither a system call
+ * nor a call on the progress path. The epoll descriptor is the iface's
+ * event fd for blocking waits; arming it makes the next progress poll at
+ * once.
  *
  * Capabilities: active messages (short, bcopy, zcopy), pending queue,
  * peer-failure handling, connect-to-iface, event fd. Put and get are not
@@ -59,7 +61,6 @@ BEGIN_C_DECLS
  * peers are all reached over shared memory thus pays about one load and
  * one branch per progress call for having tcp open.
  */
-#define UCT_TCP_IDLE_POLL_PERIOD 64
 
 /** What a socket watched by the iface's epoll set is. */
 typedef enum {
@@ -111,9 +112,6 @@ typedef struct uct_tcp_iface {
     /** Bumped whenever an ep or receive connection is destroyed, so that
      *  progress notices that events it already fetched may be stale. */
     unsigned            destroy_gen;
-    /** Progress calls while the iface had no connection (see
-     *  UCT_TCP_IDLE_POLL_PERIOD). */
-    unsigned            idle_calls;
     /** The ep whose pending queue is being dispatched: its queued requests
      *  may send although the queue is not empty. */
     struct uct_tcp_ep   *dispatching_ep;

@@ -48,6 +48,7 @@ ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
     }
 
     ucs_list_add_tail(&iface->rx_conns, &conn->list);
+    uct_base_iface_set_idle(&iface->super, 0);
     ucs_debug("tcp iface %p: accepted connection %p from %s", (void*)iface,
               (void*)conn, uct_tcp_sockaddr_str(peer, str, sizeof(str)));
     return UCS_OK;

@@ -836,7 +836,9 @@ TEST_F(test_uct_tcp, an_iface_without_connections_rarely_polls_yet_still_accepts
     }
     unsigned long idle_polls = test_tcp_epoll_wait_calls.load() - before;
     EXPECT_GE(idle_polls, 1u) << "an idle iface never looks for connections";
-    EXPECT_LE(idle_polls, calls / 32) << "an idle iface polls on most progress calls";
+    /* the worker calls an idle iface once in UCT_WORKER_IDLE_POLL_PERIOD
+     * (1024) rounds: 6 or 7 of these */
+    EXPECT_LE(idle_polls, calls / 512) << "an idle iface polls on most progress calls";
 
     uct_test_entity *a = entity();
     uct_ep_h ep        = a->create_ep_to_iface(b->device_address(), b->iface_address());
