@@ -73,7 +73,8 @@ int main(int argc, char **argv)
                 if (i == 5) {
                     death_die(how);
                 }
-                MPI_Recv(buf, DEATH_MSG, MPI_CHAR, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Recv(buf, DEATH_MSG, MPI_CHAR, 0, 2, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
             } else {
                 break; /* the bystanders finalize-wait on the others */
             }
