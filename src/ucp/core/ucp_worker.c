@@ -411,14 +411,15 @@ static unsigned ucp_worker_housekeeping(ucp_worker_h worker)
 
 /* Whether the housekeeping must run although the transports found nothing
  * in this call: one of the worker's own queues holds something, work was
- * queued outside progress (a rendezvous completed inside a user's call),
- * or every UCP_WORKER_HOUSEKEEPING_PERIOD calls for the timers. A polling
- * loop that waits for a message thus costs one transport round per call. */
+ * queued outside progress (a rendezvous completed inside a user's call, an
+ * armed worker that slept), or every UCP_WORKER_HOUSEKEEPING_PERIOD
+ * calls for the timers and the sockaddr sockets (which gate their own
+ * system calls). A polling loop that waits for a message thus costs one
+ * transport round per call, also on a worker with a listener. */
 static inline int ucp_worker_housekeeping_due(ucp_worker_h worker)
 {
     return worker->housekeeping_due || !ucs_list_is_empty(&worker->ready) ||
            !ucs_list_is_empty(&worker->notify) || !ucs_list_is_empty(&worker->zombies) ||
-           (worker->sa != NULL) ||
            ((++worker->rounds & (UCP_WORKER_HOUSEKEEPING_PERIOD - 1)) == 0);
 }
 
@@ -496,6 +497,11 @@ ucs_status_t ucp_worker_arm(ucp_worker_h worker)
     }
     if ((status == UCS_OK) && (worker->sa != NULL)) {
         ucp_sa_arm(worker);
+    }
+    if (status == UCS_OK) {
+        /* the caller sleeps next: whatever wakes it (a connection, a
+         * probe's time) needs the housekeeping of the next call */
+        worker->housekeeping_due = 1;
     }
     ucp_worker_unlock(worker);
     return status;
