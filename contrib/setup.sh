@@ -12,6 +12,9 @@ packages=(
     clang llvm libclang-rt-dev valgrind
     # test_ucp_tcp_path: veth links between network namespaces
     iproute2 util-linux
+    # contrib/tests/install.sh: a CMake project finds us by find_package(ucx);
+    # pip fetches the newest upstream headers for contrib/tests/abi.sh
+    cmake python3-pip
 )
 
 missing=()
@@ -43,6 +46,29 @@ if [ ! -f "$upstream_inc/ucp/api/ucp.h" ]; then
         echo "setup: upstream UCX headers (ABI check) in $upstream_inc"
     else
         echo "setup: could not fetch libucx-dev: the ABI comparison will be skipped"
+    fi
+    rm -rf "$tmp"
+fi
+
+# The headers of the newest upstream release, for the same check: NVIDIA's
+# libucx-cu13 wheel from PyPI carries them (a wheel is a zip; nothing of it
+# is installed, its libraries are never used).
+wheel_inc=/opt/upstream-ucx-wheel-headers
+wheel_version=${UCX_ABI_WHEEL_VERSION:-1.22.0}
+if [ ! -f "$wheel_inc/ucp/api/ucp.h" ]; then
+    tmp=$(mktemp -d)
+    if command -v pip3 >/dev/null &&
+       pip3 download -q --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+           --python-version 3.12 -d "$tmp" "libucx-cu13==$wheel_version" >/dev/null 2>&1 &&
+       (cd "$tmp" && python3 -m zipfile -e libucx_cu13-*.whl x) 2>/dev/null; then
+        SUDO=""
+        [ "$(id -u)" -eq 0 ] || SUDO=sudo
+        $SUDO mkdir -p "$wheel_inc"
+        $SUDO cp -r "$tmp"/x/libucx/include/ucp "$tmp"/x/libucx/include/ucs \
+            "$tmp"/x/libucx/include/uct "$tmp"/x/libucx/include/ucm "$wheel_inc"/
+        echo "setup: upstream UCX $wheel_version headers (ABI check) in $wheel_inc"
+    else
+        echo "setup: could not fetch libucx-cu13 $wheel_version: the ABI check against it is skipped"
     fi
     rm -rf "$tmp"
 fi

@@ -9,11 +9,16 @@
 #  4. the facts of abi_facts.list -- sizes, field offsets and types, enum and
 #     macro values, function signatures -- are equal when printed against
 #     upstream's headers and against ours.
-# Upstream's headers come from $UCX_ABI_UPSTREAM_INCLUDE, else
-# /opt/upstream-ucx-1.13-headers, else /usr/include (Debian: libucx-dev).
-# Without any (or with UCX_ABI_UPSTREAM_INCLUDE=none), steps 1-3 still run
-# and the test ends as skipped (77). Only
-# headers are taken from upstream: nothing is linked against its libraries.
+#  5. a client compiled against each upstream header set (test/abi/
+#     abi_client.c: logging through a component, memory types of the newer
+#     numbering, a message to itself) runs on our libraries.
+# Upstream's headers come from $UCX_ABI_UPSTREAM_INCLUDE (colon-separated),
+# else /opt/upstream-ucx-1.13-headers and /opt/upstream-ucx-wheel-headers
+# (contrib/setup.sh unpacks Debian's libucx-dev and NVIDIA's libucx-cu13
+# wheel there), else /usr/include. Without any (or with
+# UCX_ABI_UPSTREAM_INCLUDE=none), steps 1-3 still run and the test ends as
+# skipped (77). Only headers are taken from upstream: nothing is linked
+# against its libraries.
 #
 # usage (as contrib/run-tests.sh runs it): SRC_DIR=... BUILD_DIR=... abi.sh
 set -uo pipefail
@@ -38,11 +43,16 @@ cxx=${cxx:-c++}
 
 # ---- our headers, installed ------------------------------------------------
 ours="$work/include"
-for dir in src/ucs src/ucp; do
-    make -s -C "$build/$dir" install-data includedir="$ours" >"$work/install.log" 2>&1 ||
-        { cat "$work/install.log"; echo "FAIL: installing headers of $dir"; exit 1; }
+# (src/ucm's install-data would also install its CUDA module: only its
+# header list is installed)
+for target in src/ucs:install-data src/ucp:install-data \
+              src/ucm:install-nobase_ucmincludeHEADERS; do
+    make -s -C "$build/${target%%:*}" "${target#*:}" includedir="$ours" >"$work/install.log" 2>&1 ||
+        { cat "$work/install.log"; echo "FAIL: installing headers of ${target%%:*}"; exit 1; }
 done
-echo '#include <ucp/api/ucp.h>' >"$work/ucp.c"
+# The headers a binding includes: UCP, the logging entry point (UCXX logs
+# through it) and the memory events of UCM.
+printf '#include <%s>\n' ucp/api/ucp.h ucs/debug/log_def.h ucm/api/ucm.h >"$work/ucp.c"
 
 # Every UCX header a compile used must come from $2: catches a header missing
 # from the install list that the compiler then found elsewhere (/usr/include).
@@ -142,17 +152,25 @@ if [ -n "$pending" ]; then
 fi
 
 # ---- 4. facts against upstream and against ours -------------------------------
+# Every upstream header set found is compared: 1.13 (Debian's libucx-dev, the
+# oldest ABI we promise) and the newest release (the headers of NVIDIA's
+# libucx-cu13 wheel), both unpacked by contrib/setup.sh. A colon-separated
+# UCX_ABI_UPSTREAM_INCLUDE replaces the list; "none" skips the comparison.
+upstreams=()
 if [ "${UCX_ABI_UPSTREAM_INCLUDE:-}" = none ]; then
-    upstream=
+    :
 elif [ -n "${UCX_ABI_UPSTREAM_INCLUDE:-}" ]; then
-    upstream=$UCX_ABI_UPSTREAM_INCLUDE
-    test -f "$upstream/ucp/api/ucp.h" || { echo "FAIL: no ucp/api/ucp.h under $upstream"; exit 1; }
-elif [ -f /opt/upstream-ucx-1.13-headers/ucp/api/ucp.h ]; then
-    upstream=/opt/upstream-ucx-1.13-headers
-elif [ -f /usr/include/ucp/api/ucp.h ]; then
-    upstream=/usr/include
+    IFS=: read -r -a upstreams <<<"$UCX_ABI_UPSTREAM_INCLUDE"
+    for upstream in "${upstreams[@]}"; do
+        test -f "$upstream/ucp/api/ucp.h" || { echo "FAIL: no ucp/api/ucp.h under $upstream"; exit 1; }
+    done
 else
-    upstream=
+    for upstream in /opt/upstream-ucx-1.13-headers /opt/upstream-ucx-wheel-headers; do
+        test -f "$upstream/ucp/api/ucp.h" && upstreams+=("$upstream")
+    done
+    if [ ${#upstreams[@]} -eq 0 ] && [ -f /usr/include/ucp/api/ucp.h ]; then
+        upstreams=(/usr/include)
+    fi
 fi
 
 # Builds and runs the fact program against include dir $2, writing KEY<TAB>VALUE
@@ -195,27 +213,65 @@ facts() {
     fi
 }
 
-if [ -z "$upstream" ]; then
-    echo "ABI comparison skipped: no upstream UCX headers (apt-get install libucx-dev, or set UCX_ABI_UPSTREAM_INCLUDE)"
+if [ ${#upstreams[@]} -eq 0 ]; then
+    echo "ABI comparison skipped: no upstream UCX headers (contrib/setup.sh, or set UCX_ABI_UPSTREAM_INCLUDE)"
     [ $failed -eq 0 ] || exit 1
-    echo "SKIPPED: no upstream UCX headers to compare with (install libucx-dev)"
+    echo "SKIPPED: no upstream UCX headers to compare with (run contrib/setup.sh)"
     exit 77
 fi
 
-up_version=$(awk '$2 == "UCP_API_MAJOR" { ma = $3 } $2 == "UCP_API_MINOR" { mi = $3 }
-                  END { print ma "." mi }' "$upstream/ucp/api/ucp_version.h")
-echo "upstream: UCP API $up_version headers from $upstream"
-check_origin "upstream's headers" "$upstream" "$cc" -I"$upstream" || exit 1
-
-facts upstream "$upstream" "$work/upstream.txt" || exit 1
 facts ours "$ours" "$work/ours.txt" || exit 1
-# Keep copies for a later look (run-tests.sh keeps test-logs/).
 mkdir -p "$build/test-logs"
-cp "$work/upstream.txt" "$build/test-logs/abi-facts-upstream-$up_version.txt"
 cp "$work/ours.txt" "$build/test-logs/abi-facts-ours.txt"
+passed=()
+for upstream in "${upstreams[@]}"; do
+    up_version=$(awk '$2 == "UCP_API_MAJOR" { ma = $3 } $2 == "UCP_API_MINOR" { mi = $3 }
+                      END { print ma "." mi }' "$upstream/ucp/api/ucp_version.h")
+    echo "upstream: UCP API $up_version headers from $upstream"
+    check_origin "upstream's headers" "$upstream" "$cc" -I"$upstream" || continue
+    facts "upstream-$up_version" "$upstream" "$work/upstream-$up_version.txt" || continue
+    # Keep a copy for a later look (run-tests.sh keeps test-logs/).
+    cp "$work/upstream-$up_version.txt" "$build/test-logs/abi-facts-upstream-$up_version.txt"
+    if awk -f "$abi/compare.awk" "$work/gen/meta.txt" "$work/upstream-$up_version.txt" \
+           "$work/ours.txt"; then
+        passed+=("$up_version")
+    else
+        fail "facts differ from upstream UCX $up_version"
+    fi
+done
 
-awk -f "$abi/compare.awk" "$work/gen/meta.txt" "$work/upstream.txt" "$work/ours.txt" ||
-    fail "facts differ from upstream UCX $up_version"
+# ---- 5. a client built with each upstream header set runs on ours -----------
+# (built with the build's flags: a sanitizer build's libraries need the
+# client to carry the same runtime)
+build_cflags=$(sed -n 's/^CFLAGS = //p' "$build/Makefile")
+libdirs="$build/src/ucp/.libs:$build/src/uct/.libs:$build/src/ucs/.libs:$build/src/ucm/.libs"
+for upstream in "${upstreams[@]}"; do
+    up_version=$(awk '$2 == "UCP_API_MAJOR" { ma = $3 } $2 == "UCP_API_MINOR" { mi = $3 }
+                      END { print ma "." mi }' "$upstream/ucp/api/ucp_version.h")
+    client="$work/abi_client-$up_version"
+    # shellcheck disable=SC2086
+    if ! "$cc" -std=gnu11 -Wall -Werror $build_cflags -I"$upstream" "$abi/abi_client.c" \
+            -o "$client" -L"$build/src/ucp/.libs" -L"$build/src/ucs/.libs" -lucp -lucs \
+            2>"$work/client.err"; then
+        cat "$work/client.err"
+        fail "abi_client does not build against upstream $up_version's headers"
+        continue
+    fi
+    LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" UCX_LOG_LEVEL=warn \
+        timeout 60 "$client" >"$work/client.out" 2>"$work/client.log"
+    rc=$?
+    cat "$work/client.out"
+    [ $rc -eq 0 ] || { cat "$work/client.log"; fail "abi_client built with $up_version headers exited $rc"; }
+    # the component's line, formatted, with its name (before the dispatcher
+    # took upstream's signature it printed an empty message)
+    grep -q 'abi_client.c:[0-9]* *ABICLIENT info  value 42 text abc$' "$work/client.log" ||
+        { cat "$work/client.log"; fail "$up_version client: the component's log line is missing or garbled"; }
+    # nothing else: no warning about the API version or anything
+    if grep -v ABICLIENT "$work/client.log" | grep -q .; then
+        cat "$work/client.log"
+        fail "$up_version client: the library printed warnings"
+    fi
+done
 
-[ $failed -eq 0 ] && echo "abi: PASS against upstream $up_version"
+[ $failed -eq 0 ] && echo "abi: PASS against upstream ${passed[*]}"
 exit $failed

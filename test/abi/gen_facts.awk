@@ -78,6 +78,8 @@ BEGIN {
         close(disabled)
     }
     n = split("#include <ucp/api/ucp.h>|" \
+              "#include <ucs/debug/log_def.h>|" \
+              "#include <ucm/api/ucm.h>|" \
               "#include <cstddef>|" \
               "#include <cstdio>|" \
               "#include <typeinfo>|" \

@@ -24,6 +24,7 @@
 #include <ucs/config/types.h>
 #include <ucs/memory/memory_type.h>
 #include <ucs/sys/compiler_def.h>
+#include <ucs/sys/topo_device.h>
 #include <ucs/type/status.h>
 
 #include <stddef.h>
@@ -156,6 +157,7 @@ typedef union ucm_event {
         size_t             old_size;
         size_t             new_size;
         int                flags;
+        void               *new_address; /**< as upstream 1.16+ */
     } mremap;
 
     struct {
@@ -201,6 +203,12 @@ typedef union ucm_event {
         ucs_memory_type_t  mem_type;  /**< UCS_MEMORY_TYPE_UNKNOWN: the
                                            hooks could not tell; ask the
                                            driver */
+        ucs_sys_device_t   sys_dev;   /**< as upstream 1.16+; always
+                                           UCS_SYS_DEVICE_ID_UNKNOWN here
+                                           (@a device is the ordinal) */
+        uint8_t            mem_flags; /**< as upstream 1.16+; always 0 here,
+                                           which tells upstream's readers
+                                           to detect the attributes */
         /* Appended by this library: */
         int                device;    /**< device ordinal; -1 for memory
                                            located on the host or unknown */

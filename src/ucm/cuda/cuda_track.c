@@ -287,6 +287,7 @@ static void ucm_cuda_event_init(ucm_event_t *event, uintptr_t address,
     event->mem_type.address      = (void*)address;
     event->mem_type.size         = size;
     event->mem_type.mem_type     = mem_type;
+    event->mem_type.sys_dev      = UCS_SYS_DEVICE_ID_UNKNOWN;
     event->mem_type.device       = device;
     event->mem_type.alloc_kind   = kind;
     event->mem_type.handle_types = handle_types;

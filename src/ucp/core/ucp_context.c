@@ -14,6 +14,10 @@
                                 UCP_FEATURE_WAKEUP | UCP_FEATURE_STREAM | \
                                 UCP_FEATURE_AM)
 
+/* Newest upstream release whose headers contrib/tests/abi.sh compares with
+ * ours (libucx-cu13 1.22): programs built with them run unchanged. */
+#define UCP_ABI_CHECKED_MINOR  22
+
 /* Names UCX_TLS may use besides the transport names themselves. */
 static const struct {
     const char *alias;
@@ -241,11 +245,20 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
     ucs_status_t status;
     uint64_t features;
 
+    /* Programs built with upstream's headers up to UCP_ABI_CHECKED_MINOR run
+     * on this library (docs/abi.md, checked by contrib/tests/abi.sh); the
+     * version decides nothing else, since the values that differ between
+     * those releases (memory types above ROCM_MANAGED) mean the same here
+     * for every caller: "not a type we report, detect it". */
     if ((api_major_version != UCP_API_MAJOR) ||
-        (api_minor_version > UCP_API_MINOR)) {
-        ucs_warn("ucp: the program was built for UCP API %u.%u, this library "
-                 "is %u.%u", api_major_version, api_minor_version,
-                 UCP_API_MAJOR, UCP_API_MINOR);
+        (api_minor_version > UCP_ABI_CHECKED_MINOR)) {
+        ucs_warn("ucp: the program was built for UCP API %u.%u; this library "
+                 "is %u.%u and runs programs built for 1.13 .. 1.%u",
+                 api_major_version, api_minor_version, UCP_API_MAJOR,
+                 UCP_API_MINOR, UCP_ABI_CHECKED_MINOR);
+    } else {
+        ucs_debug("ucp: program built for UCP API %u.%u", api_major_version,
+                  api_minor_version);
     }
     if ((params == NULL) || (context_p == NULL) ||
         !(params->field_mask & UCP_PARAM_FIELD_FEATURES)) {

@@ -90,6 +90,20 @@ typedef struct ucs_sock_addr {
     socklen_t             addrlen;  /**< its length in bytes */
 } ucs_sock_addr_t;
 
+/**
+ * Log settings of one component of a program that logs through UCS. A
+ * binding (UCXX, for one) keeps one for itself and passes it to
+ * ucs_log_dispatch(), which prints @a name with each line and drops lines of
+ * files that do not match @a file_filter. The layout is upstream's, so a
+ * binary built with upstream's headers hands us a struct we read right.
+ */
+typedef struct ucs_log_component_config {
+    ucs_log_level_t log_level;   /**< lines above this level are dropped */
+    char            name[16];    /**< printed with each line; "" for none */
+    const char      *file_filter; /**< fnmatch() pattern on the source file's
+                                       base name; NULL or "*" for all */
+} ucs_log_component_config_t;
+
 END_C_DECLS
 
 #endif

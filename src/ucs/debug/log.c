@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <execinfo.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -60,8 +61,9 @@ FILE *ucs_log_get_stream(void)
     return (ucs_log_stream == NULL) ? stderr : ucs_log_stream;
 }
 
-void ucs_log_vdispatch(const char *file, unsigned line, const char *func,
-                       ucs_log_level_t level, const char *fmt, va_list ap)
+/* One line: time, pid:tid, file:line, the component (bindings), level, text. */
+static void ucs_log_vprint(const char *file, unsigned line, const char *comp,
+                           ucs_log_level_t level, const char *fmt, va_list ap)
 {
     char message[1024];
     struct timeval tv;
@@ -72,23 +74,43 @@ void ucs_log_vdispatch(const char *file, unsigned line, const char *func,
 
     pthread_mutex_lock(&ucs_log_lock);
     stream = ucs_log_get_stream();
-    fprintf(stream, "[%lu.%06lu] [%d:%ld] %16s:%-4u %-5s %s\n",
+    fprintf(stream, "[%lu.%06lu] [%d:%ld] %16s:%-4u %s%s%-5s %s\n",
             (unsigned long)tv.tv_sec, (unsigned long)tv.tv_usec, (int)getpid(),
-            (long)syscall(SYS_gettid), ucs_log_basename(file), line,
-            ucs_log_level_tag(level), message);
+            (long)syscall(SYS_gettid), ucs_log_basename(file), line, comp,
+            (comp[0] == '\0') ? "" : " ", ucs_log_level_tag(level), message);
     fflush(stream);
     pthread_mutex_unlock(&ucs_log_lock);
+}
+
+void ucs_log_vdispatch(const char *file, unsigned line, const char *func,
+                       ucs_log_level_t level, const char *fmt, va_list ap)
+{
+    ucs_log_vprint(file, line, "", level, fmt, ap);
     (void)func;
 }
 
 void ucs_log_dispatch(const char *file, unsigned line, const char *func,
-                      ucs_log_level_t level, const char *fmt, ...)
+                      ucs_log_level_t level,
+                      ucs_log_component_config_t *comp_conf, const char *fmt,
+                      ...)
 {
+    char comp[sizeof(comp_conf->name) + 1] = "";
     va_list ap;
 
+    if (comp_conf != NULL) {
+        if ((comp_conf->file_filter != NULL) &&
+            (fnmatch(comp_conf->file_filter, ucs_log_basename(file), 0) != 0)) {
+            return;
+        }
+        /* The caller's name need not be terminated within its 16 bytes. */
+        memcpy(comp, comp_conf->name, sizeof(comp_conf->name));
+        comp[sizeof(comp_conf->name)] = '\0';
+    }
+
     va_start(ap, fmt);
-    ucs_log_vdispatch(file, line, func, level, fmt, ap);
+    ucs_log_vprint(file, line, comp, level, fmt, ap);
     va_end(ap);
+    (void)func;
 }
 
 void ucs_log_set_level(ucs_log_level_t level)

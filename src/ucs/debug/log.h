@@ -12,6 +12,7 @@
 #define UCS_DEBUG_LOG_H_
 
 #include <ucs/config/types.h>
+#include <ucs/debug/log_def.h>
 #include <ucs/type/status.h>
 
 #include <stdarg.h>
@@ -19,26 +20,10 @@
 
 BEGIN_C_DECLS
 
-/** Current threshold; read directly by the logging macros. */
-extern ucs_log_level_t ucs_log_level;
-
-/** Names of the levels as accepted by UCX_LOG_LEVEL ("fatal" .. "poll"), NULL-terminated. */
-extern const char *ucs_log_level_names[];
-
 /**
- * Print one message unconditionally (the macros below check the level).
- *
- * @param file   source file (its base name is printed).
- * @param line   source line.
- * @param func   function name.
- * @param level  message level, printed as a tag.
- * @param fmt    printf format.
+ * va_list flavour of ucs_log_dispatch(), for the library's own messages
+ * (no component).
  */
-void ucs_log_dispatch(const char *file, unsigned line, const char *func,
-                      ucs_log_level_t level, const char *fmt, ...)
-    UCS_F_PRINTF(5, 6);
-
-/** va_list flavour of ucs_log_dispatch(). */
 void ucs_log_vdispatch(const char *file, unsigned line, const char *func,
                        ucs_log_level_t level, const char *fmt, va_list ap);
 
@@ -76,8 +61,8 @@ void ucs_log_print_backtrace(FILE *stream);
 #define ucs_log(_level, _fmt, ...) \
     do { \
         if (ucs_log_is_enabled(_level)) { \
-            ucs_log_dispatch(__FILE__, __LINE__, __func__, (_level), _fmt, \
-                             ## __VA_ARGS__); \
+            ucs_log_dispatch(__FILE__, __LINE__, __func__, (_level), NULL, \
+                             _fmt, ## __VA_ARGS__); \
         } \
     } while (0)
 

@@ -25,8 +25,15 @@ typedef enum ucs_memory_type {
     (UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED) | \
      UCS_BIT(UCS_MEMORY_TYPE_ROCM_MANAGED))
 
-/** Short lower-case names ("host", "cuda", ...), indexed by type; "unknown" at LAST. */
+/**
+ * Short lower-case names ("host", "cuda", ...), indexed by type, "unknown"
+ * at LAST. Any index 0 .. 10 is valid, so that a program built with newer
+ * upstream headers (whose UNKNOWN is 9 or 10) reads a name; NULL follows.
+ */
 extern const char *ucs_memory_type_names[];
+
+/** One-line descriptions ("NVIDIA GPU memory"), indexed as ucs_memory_type_names. */
+extern const char *ucs_memory_type_descs[];
 
 END_C_DECLS
 

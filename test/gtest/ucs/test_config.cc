@@ -447,8 +447,24 @@ TEST(ucs_config, memtype_bitmap_maps_memory_type_names)
     EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED), v.as<uint64_t>());
     ASSERT_EQ(UCS_OK, v.read("all"));
     EXPECT_EQ(UCS_MASK(UCS_MEMORY_TYPE_LAST), v.as<uint64_t>());
-    /* "unknown" closes ucs_memory_type_names but is no selectable type */
-    expect_rejected(p_memtypes, {"unknown", "gpu", "host,", ""});
+    /* "unknown" and the names kept for newer upstream numbering are in
+     * ucs_memory_type_names but are no selectable type */
+    expect_rejected(p_memtypes, {"unknown", "ze-host", "ze-managed", "gpu", "host,", ""});
+}
+
+/* Callers built with upstream 1.15 .. 1.22 headers index the names with
+ * their UNKNOWN (9 or 10) and their inserted types; every such index reads a
+ * name, and the list still ends. */
+TEST(ucs_config, memory_type_names_cover_newer_upstream_numbering)
+{
+    for (int i = UCS_MEMORY_TYPE_LAST; i <= 10; ++i) {
+        ASSERT_NE(nullptr, ucs_memory_type_names[i]) << i;
+        ASSERT_NE(nullptr, ucs_memory_type_descs[i]) << i;
+    }
+    EXPECT_STREQ("unknown", ucs_memory_type_names[5]);  /* 1.13's UNKNOWN */
+    EXPECT_STREQ("unknown", ucs_memory_type_names[9]);  /* 1.19's UNKNOWN */
+    EXPECT_STREQ("unknown", ucs_memory_type_names[10]); /* 1.21's UNKNOWN */
+    EXPECT_EQ(nullptr, ucs_memory_type_names[11]);
 }
 
 TEST(ucs_config, string_array_splits_on_commas)

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -74,6 +75,44 @@ TEST_F(ucs_log, warn_once_prints_once)
     size_t first     = text.find("only once please");
     ASSERT_NE(std::string::npos, first);
     EXPECT_EQ(std::string::npos, text.find("only once please", first + 1));
+}
+
+/* A binding (UCXX) logs through ucs_log_component() with a component of its
+ * own: its level decides, its name is printed, the arguments after the format
+ * are formatted. Before the dispatcher took upstream's signature, the
+ * component pointer was read as the format and the lines were garbage. */
+TEST_F(ucs_log, component_of_a_binding_prints_its_name_and_arguments)
+{
+    ucs_log_component_config_t comp = {};
+    comp.log_level                  = UCS_LOG_LEVEL_DEBUG;
+    snprintf(comp.name, sizeof(comp.name), "%s", "UCXX");
+    comp.file_filter = "*";
+
+    ucs_log_set_level(UCS_LOG_LEVEL_WARN); /* the library's own stays quiet */
+    ucs_log_component(UCS_LOG_LEVEL_DEBUG, &comp, "worker %s has %d eps", "w0", 7);
+    ucs_log_component(UCS_LOG_LEVEL_TRACE, &comp, "above the component's level");
+
+    std::string text = contents();
+    EXPECT_NE(std::string::npos, text.find("UCXX debug worker w0 has 7 eps")) << text;
+    EXPECT_EQ(std::string::npos, text.find("above the component's level")) << text;
+}
+
+TEST_F(ucs_log, component_file_filter_drops_other_files)
+{
+    ucs_log_component_config_t comp = {};
+    comp.log_level                  = UCS_LOG_LEVEL_INFO;
+    memset(comp.name, 'N', sizeof(comp.name)); /* not terminated: read 16 bytes */
+
+    comp.file_filter = "other_*.cc";
+    ucs_log_component(UCS_LOG_LEVEL_INFO, &comp, "filtered out");
+    comp.file_filter = "test_lo?.cc";
+    ucs_log_component(UCS_LOG_LEVEL_INFO, &comp, "passes the filter");
+
+    std::string text = contents();
+    EXPECT_EQ(std::string::npos, text.find("filtered out")) << text;
+    EXPECT_NE(std::string::npos,
+              text.find(std::string(16, 'N') + " info  passes the filter"))
+            << text;
 }
 
 TEST_F(ucs_log, file_name_expands_pid)
