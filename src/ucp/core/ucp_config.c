@@ -173,6 +173,19 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "'inf' turns this off.",
      offsetof(ucp_config_t, keepalive_timeout), UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
 
+    {"MAX_RNDV_RAILS", "1",
+     "Most lanes one rendezvous message is split across, 1 to "
+     UCS_PP_QUOTE(UCP_MAX_RAILS) ". This library\n"
+     "moves a message over one lane (a transport pair chosen by memory type\n"
+     "and cost), so every valid value behaves as 1; UCXX sets 1 at import.",
+     offsetof(ucp_config_t, max_rndv_rails), UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_EAGER_RAILS", "1",
+     "Most lanes the fragments of one eager message are spread over, 1 to "
+     UCS_PP_QUOTE(UCP_MAX_RAILS) ".\n"
+     "As UCX_MAX_RNDV_RAILS, every valid value behaves as 1.",
+     offsetof(ucp_config_t, max_eager_rails), UCS_CONFIG_TYPE_UINT},
+
     {NULL}
 };
 

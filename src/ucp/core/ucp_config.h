@@ -62,7 +62,12 @@ struct ucp_config {
     double                  keepalive_interval; /**< UCX_KEEPALIVE_INTERVAL, s */
     unsigned                keepalive_num_eps;  /**< UCX_KEEPALIVE_NUM_EPS */
     double                  keepalive_timeout;  /**< UCX_KEEPALIVE_TIMEOUT, s */
+    unsigned                max_rndv_rails;     /**< UCX_MAX_RNDV_RAILS */
+    unsigned                max_eager_rails;    /**< UCX_MAX_EAGER_RAILS */
 };
+
+/** Upper bound of UCX_MAX_RNDV_RAILS and UCX_MAX_EAGER_RAILS (upstream's). */
+#define UCP_MAX_RAILS 4
 
 /** The rendezvous settings a context keeps, resolved from ucp_config_t. */
 typedef struct ucp_rndv_config {

@@ -280,6 +280,15 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
         config = own_config;
     }
 
+    if ((config->max_rndv_rails < 1) || (config->max_rndv_rails > UCP_MAX_RAILS) ||
+        (config->max_eager_rails < 1) || (config->max_eager_rails > UCP_MAX_RAILS)) {
+        ucs_error("ucp_init: UCX_MAX_RNDV_RAILS=%u and UCX_MAX_EAGER_RAILS=%u "
+                  "must be 1 .. %d", config->max_rndv_rails,
+                  config->max_eager_rails, UCP_MAX_RAILS);
+        status = UCS_ERR_INVALID_PARAM;
+        goto err_config;
+    }
+
     context = calloc(1, sizeof(*context));
     if (context == NULL) {
         status = UCS_ERR_NO_MEMORY;

@@ -29,9 +29,18 @@ typedef struct uct_cuda_copy_md {
 
 typedef struct uct_cuda_copy_md_config {
     uct_md_config_t super;
+    double          max_reg_ratio; /* accepted, see the field's doc */
 } uct_cuda_copy_md_config_t;
 
 static ucs_config_field_t uct_cuda_copy_md_config_fields[] = {
+    {"MAX_REG_RATIO", "0.1",
+     "Upstream's share of a GPU's memory its cuda_copy may map through the\n"
+     "BAR1 window (UCXX sets 1.0 where BAR1 covers the whole memory). This\n"
+     "transport maps nothing through BAR1: copies run on the GPU's copy\n"
+     "engines from registered or pinned host memory, so the value changes\n"
+     "nothing; it must lie in 0 .. 1.",
+     ucs_offsetof(uct_cuda_copy_md_config_t, max_reg_ratio),
+     UCS_CONFIG_TYPE_DOUBLE, 0},
     {NULL, NULL, NULL, 0, UCS_CONFIG_TYPE_INT, 0}
 };
 
@@ -41,6 +50,8 @@ static ucs_config_table_entry_t uct_cuda_copy_md_config_table = {
     .fields = uct_cuda_copy_md_config_fields,
     .size   = sizeof(uct_cuda_copy_md_config_t)
 };
+
+UCS_CONFIG_REGISTER_TABLE(uct_cuda_copy_md_config_table)
 
 uint64_t uct_cuda_copy_proc_id(void)
 {
@@ -384,9 +395,16 @@ static ucs_status_t uct_cuda_copy_md_open(uct_component_t *component,
     ucs_status_t status = UCS_ERR_NO_ELEM;
     ucs_memtype_cache_t *cache;
     uct_cuda_copy_md_t *md;
+    double max_reg_ratio;
 
     if (strcmp(md_name, UCT_CUDA_COPY_COMPONENT_NAME) != 0) {
         return UCS_ERR_NO_DEVICE;
+    }
+    max_reg_ratio = ((const uct_cuda_copy_md_config_t*)config)->max_reg_ratio;
+    if (!(max_reg_ratio >= 0.0) || (max_reg_ratio > 1.0)) {
+        ucs_error("cuda_copy: UCX_CUDA_COPY_MAX_REG_RATIO=%g is not in 0 .. 1",
+                  max_reg_ratio);
+        return UCS_ERR_INVALID_PARAM;
     }
 
     md = calloc(1, sizeof(*md));

@@ -364,6 +364,30 @@ TEST_F(test_uct_cuda_copy, htod_memop_max_zero_disables_and_too_large_is_refused
     });
 }
 
+/* UCXX sets UCX_CUDA_COPY_MAX_REG_RATIO=1.0 on GPUs whose BAR1 covers their
+ * memory: accepted (it was an unknown variable, warned about at every import);
+ * a ratio outside 0 .. 1 is refused naming the variable. */
+TEST_F(test_uct_cuda_copy, max_reg_ratio_of_ucxx_is_accepted_and_out_of_range_refused)
+{
+    in_child([] {
+        setenv("UCX_CUDA_COPY_MAX_REG_RATIO", "1.0", 1);
+        init_device();
+        {
+            copy_ctx c;
+            allocation dev;
+            ASSERT_CU(dev.allocate(mem_kind::legacy, 4096));
+            ASSERT_CU(cuMemsetD8(dev.ptr, 0xEE, 4096));
+            std::vector<unsigned char> s8 = host_pattern(8, 5);
+            ASSERT_UCS_OK(uct_ep_put_short(c.ep, s8.data(), 8, dev.ptr + 64, 0));
+            EXPECT_TRUE(landed_between_guards(dev.ptr, 64, s8));
+        }
+        /* the md refuses to open, so the transport is not offered */
+        setenv("UCX_CUDA_COPY_MAX_REG_RATIO", "1.5", 1);
+        std::string why = copy_ctx_refusal();
+        EXPECT_NE(std::string::npos, why.find("cuda_copy not found")) << why;
+    });
+}
+
 /* One process, two GPUs: memory of device 1 that device 0 may not touch
  * (VMM and pool memory are granted to device 1 only), copied by an iface
  * opened while device 0 was current. The copies must run on device 1. */

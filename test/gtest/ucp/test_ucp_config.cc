@@ -222,3 +222,24 @@ TEST_F(ucp_config, release_accepts_null)
 {
     ucp_config_release(NULL);
 }
+
+/* UCXX sets UCX_MAX_RNDV_RAILS=1 at import; it was an unknown variable,
+ * warned about in every UCXX process. Now known: 1 .. 4 initialise, 0 is
+ * refused by ucp_init() naming the variable. */
+TEST_F(ucp_config, max_rndv_rails_of_ucxx_is_known_and_zero_is_refused)
+{
+    ucp_params_t params = {};
+    params.field_mask   = UCP_PARAM_FIELD_FEATURES;
+    params.features     = UCP_FEATURE_TAG;
+    ucp_context_h context;
+
+    ASSERT_EQ(UCS_OK, read());
+    ASSERT_EQ(UCS_OK, ucp_config_modify(m_config, "MAX_RNDV_RAILS", "1"));
+    ASSERT_EQ(UCS_OK, ucp_init(&params, m_config, &context));
+    ucp_cleanup(context);
+    EXPECT_EQ(std::string::npos, log().find("MAX_RNDV_RAILS")) << log();
+
+    ASSERT_EQ(UCS_OK, ucp_config_modify(m_config, "MAX_RNDV_RAILS", "0"));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_init(&params, m_config, &context));
+    EXPECT_NE(std::string::npos, log().find("UCX_MAX_RNDV_RAILS=0")) << log();
+}
