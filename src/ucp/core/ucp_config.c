@@ -31,6 +31,23 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "transport names, or '^' and the transports to exclude.",
      offsetof(ucp_config_t, tls), UCS_CONFIG_TYPE_ALLOW_LIST},
 
+    {"NET_DEVICES", "all",
+     "Network devices a context may use ('all', names such as eth0,lo, or '^'\n"
+     "and the names to exclude); the names are those ucx_info -d prints.",
+     offsetof(ucp_config_t, devices[UCT_DEVICE_TYPE_NET]), UCS_CONFIG_TYPE_ALLOW_LIST},
+
+    {"SHM_DEVICES", "all",
+     "Shared-memory devices a context may use, as UCX_NET_DEVICES.",
+     offsetof(ucp_config_t, devices[UCT_DEVICE_TYPE_SHM]), UCS_CONFIG_TYPE_ALLOW_LIST},
+
+    {"ACC_DEVICES", "all",
+     "Accelerator (GPU) devices a context may use, as UCX_NET_DEVICES.",
+     offsetof(ucp_config_t, devices[UCT_DEVICE_TYPE_ACC]), UCS_CONFIG_TYPE_ALLOW_LIST},
+
+    {"SELF_DEVICES", "all",
+     "Loopback devices a context may use, as UCX_NET_DEVICES.",
+     offsetof(ucp_config_t, devices[UCT_DEVICE_TYPE_SELF]), UCS_CONFIG_TYPE_ALLOW_LIST},
+
     {"PROTO_INFO", "n",
      "Print, for every new endpoint configuration, which protocol serves\n"
      "which message size and memory type.",

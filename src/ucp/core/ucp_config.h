@@ -20,6 +20,7 @@
 
 #include <ucp/api/ucp_def.h>
 #include <ucs/config/parser.h>
+#include <uct/api/uct.h>
 
 BEGIN_C_DECLS
 
@@ -62,6 +63,8 @@ struct ucp_config {
     double                  keepalive_interval; /**< UCX_KEEPALIVE_INTERVAL, s */
     unsigned                keepalive_num_eps;  /**< UCX_KEEPALIVE_NUM_EPS */
     double                  keepalive_timeout;  /**< UCX_KEEPALIVE_TIMEOUT, s */
+    ucs_config_allow_list_t devices[UCT_DEVICE_TYPE_LAST]; /**< UCX_{NET,SHM,ACC,SELF}_DEVICES,
+                                             by uct_device_type_t */
     unsigned                max_rndv_rails;     /**< UCX_MAX_RNDV_RAILS */
     unsigned                max_eager_rails;    /**< UCX_MAX_EAGER_RAILS */
 };
@@ -90,6 +93,17 @@ typedef struct ucp_rndv_config {
     size_t               eager_max;     /**< largest eager tag message sent or
                                              accepted (SIZE_MAX: no limit) */
 } ucp_rndv_config_t;
+
+/** Whether UCX_<kind>_DEVICES of @a config lets a context use device
+ *  @a dev_name of kind @a type (ucp_devices.c). */
+int ucp_devices_allowed(const struct ucp_config *config, uct_device_type_t type,
+                        const char *dev_name);
+
+/** Warn about each name in UCX_<kind>_DEVICES that no resource of
+ *  @a seen (the resources the transports offered) carries. */
+void ucp_devices_check_names(const struct ucp_config *config,
+                             const uct_tl_resource_desc_t *seen,
+                             unsigned num_seen);
 
 /** Resolve the rendezvous options of @a config (the plural alias, auto
  *  values); UCS_ERR_INVALID_PARAM with an error naming the variable when a

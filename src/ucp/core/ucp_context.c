@@ -116,7 +116,9 @@ static ucs_status_t ucp_context_add_md(ucp_context_h context,
                                        uct_component_h component,
                                        const char *component_name,
                                        const char *md_name,
-                                       const ucs_config_allow_list_t *tls)
+                                       const ucp_config_t *config,
+                                       uct_tl_resource_desc_t **seen,
+                                       unsigned *num_seen)
 {
     uct_tl_resource_desc_t *tl_rscs;
     uct_md_config_t *md_config;
@@ -150,8 +152,20 @@ static ucs_status_t ucp_context_add_md(ucp_context_h context,
         goto out;
     }
     context->rscs = ptr;
+    /* every resource offered, for the warning about device names that
+     * select nothing */
+    ptr = realloc(*seen, (*num_seen + num_tl_rscs + 1) * sizeof(**seen));
+    if (ptr == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto out;
+    }
+    *seen = ptr;
+    memcpy(*seen + *num_seen, tl_rscs, num_tl_rscs * sizeof(*tl_rscs));
+    *num_seen += num_tl_rscs;
     for (i = 0; i < num_tl_rscs; ++i) {
-        if (!ucp_tl_allowed(tls, tl_rscs[i].tl_name)) {
+        if (!ucp_tl_allowed(&config->tls, tl_rscs[i].tl_name) ||
+            !ucp_devices_allowed(config, tl_rscs[i].dev_type,
+                                 tl_rscs[i].dev_name)) {
             continue;
         }
         context->rscs[context->num_rscs].md_index = context->num_mds;
@@ -195,7 +209,8 @@ static ucs_status_t ucp_context_open_resources(ucp_context_h context,
     uct_md_resource_desc_t *md_rscs;
     uct_component_attr_t attr;
     uct_component_h *components;
-    unsigned num_components, c, m;
+    uct_tl_resource_desc_t *seen = NULL;
+    unsigned num_components, c, m, num_seen = 0;
     ucs_status_t status;
 
     status = uct_query_components(&components, &num_components);
@@ -223,7 +238,8 @@ static ucs_status_t ucp_context_open_resources(ucp_context_h context,
         }
         for (m = 0; (m < attr.md_resource_count) && (status == UCS_OK); ++m) {
             status = ucp_context_add_md(context, components[c], attr.name,
-                                        md_rscs[m].md_name, &config->tls);
+                                        md_rscs[m].md_name, config, &seen,
+                                        &num_seen);
         }
         free(md_rscs);
         if (status != UCS_OK) {
@@ -231,6 +247,10 @@ static ucs_status_t ucp_context_open_resources(ucp_context_h context,
         }
     }
     uct_release_component_list(components);
+    if (status == UCS_OK) {
+        ucp_devices_check_names(config, seen, num_seen);
+    }
+    free(seen);
     return status;
 }
 
@@ -330,9 +350,9 @@ ucs_status_t ucp_init_version(unsigned api_major_version,
     }
     ucp_check_tl_names(context, &config->tls);
     if (context->num_rscs == 0) {
-        ucs_error("ucp_init: UCX_TLS leaves no usable transport on this host "
-                  "(this build offers self, posix, tcp, and cuda_copy/cuda_ipc "
-                  "where CUDA is present)");
+        ucs_error("ucp_init: UCX_TLS and UCX_{NET,SHM,ACC,SELF}_DEVICES leave "
+                  "no usable transport on this host (this build offers self, "
+                  "posix, tcp, and cuda_copy/cuda_ipc where CUDA is present)");
         status = UCS_ERR_NO_DEVICE;
         goto err_free;
     }

@@ -99,6 +99,46 @@ TEST(test_ucp_worker, arrival_over_tcp_wakes_an_armed_worker)
     s.close(ep);
 }
 
+/* UCXX's asyncio "blocking" mode arms the worker, keeps calling
+ * ucp_worker_progress() while its loop has other work, and only then sleeps
+ * on the event fd. The arm must last until a message comes: before, the
+ * first progress call after arming disarmed shared memory, and every UCXX
+ * transfer over posix waited for the loop's 1 s timeout. */
+TEST(test_ucp_worker, arm_survives_progress_calls_before_the_sleep_over_posix)
+{
+    ucp_entity e("posix", UCS_THREAD_MODE_SINGLE, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP);
+    ucp_entity s("posix");
+    ucp_ep_h ep = s.connect(e.address());
+    int fd;
+    ASSERT_EQ(UCS_OK, ucp_worker_get_efd(e.worker(), &fd));
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+
+    for (uint64_t round = 0; round < 3; ++round) {
+        ucs_status_t status;
+        do {
+            while (ucp_worker_progress(e.worker()) != 0) {
+            }
+            status = ucp_worker_arm(e.worker());
+        } while (status == UCS_ERR_BUSY);
+        ASSERT_EQ(UCS_OK, status);
+        for (int i = 0; i < 100; ++i) {
+            EXPECT_EQ(0u, ucp_worker_progress(e.worker()));
+        }
+        struct pollfd pfd = {fd, POLLIN, 0};
+        EXPECT_EQ(0, poll(&pfd, 1, 0)) << "nothing sent yet";
+
+        uint64_t v = 7 + round;
+        ucs_status_ptr_t sreq = ucp_tag_send_nbx(ep, &v, 8, 1, &param);
+        EXPECT_EQ(1, poll(&pfd, 1, 2000)) << "round " << round << ": no wake-up";
+        uint64_t got = 0;
+        ASSERT_EQ(UCS_OK, e.wait(ucp_tag_recv_nbx(e.worker(), &got, 8, 1, ~0ull, &param)));
+        EXPECT_EQ(v, got);
+        EXPECT_EQ(UCS_OK, s.wait(sreq));
+    }
+    s.close(ep);
+}
+
 TEST(test_ucp_worker, flushes_complete_and_old_blocking_calls_return_ok)
 {
     ucp_entity e("posix");

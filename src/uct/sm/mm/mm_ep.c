@@ -121,7 +121,12 @@ static inline ucs_status_t uct_mm_ep_claim(uct_mm_ep_t *ep, uint64_t *head_p)
                 return status;
             }
         }
-        if (__atomic_compare_exchange_n(&ep->ctl->head, &head, head + 1, 1,
+        /* The claim that sees ARMED also clears it: that sender wakes the
+         * receiver, later ones need not. The receiver stays armed until a
+         * message comes, whatever it polls meanwhile (UCXX's asyncio loop
+         * progresses after arming and then sleeps). */
+        if (__atomic_compare_exchange_n(&ep->ctl->head, &head,
+                                        (head + 1) & UCT_MM_FIFO_HEAD_MASK, 1,
                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
             *head_p = head;
             return UCS_OK;

@@ -25,7 +25,8 @@
  *
  *   sender:  1. h = head; if h - tail_seen >= fifo_size, re-read tail (acquire)
  *               and give up with UCS_ERR_NO_RESOURCE if still full;
- *            2. CAS head: h -> h + 1; on failure another sender won, retry;
+ *            2. CAS head: h -> (h + 1) without ARMED; on failure another
+ *               sender won, retry;
  *            3. write the element (header, data or buffer);
  *            4. store elem.seq = h + 1 with release;
  *            5. if the head word had the ARMED bit, wake the receiver.
@@ -55,7 +56,9 @@
  *    sees head != tail and arming reports UCS_ERR_BUSY; if the OR came
  *    first, the sender's CAS sees ARMED and signals after publishing. So the
  *    receiver never sleeps on a published or about-to-be-published message,
- *    and the sender's fast path pays no extra fence for it.
+ *    and the sender's fast path pays no extra fence for it. The claim that
+ *    sees ARMED clears it, so one message after an arm signals, and an arm
+ *    lasts until that message whatever the receiver does in between.
  *
  * The sender reads only its own cache of tail and the head line (which
  * stays in its cache unless others send too); the receiver polls one seq

@@ -352,11 +352,10 @@ static unsigned uct_mm_iface_progress_slow(uct_mm_iface_t *iface)
     uct_mm_ep_t *ep, *tmp;
     unsigned count = 0;
 
-    if (iface->armed) {
-        __atomic_fetch_and(&iface->ctl->head, ~UCT_MM_FIFO_HEAD_ARMED,
-                           __ATOMIC_RELAXED);
-        iface->armed = 0;
-    }
+    /* ARMED stays in the head word: the first sender clears it when it
+     * signals. Clearing it here would leave a caller that progresses after
+     * arming and then sleeps on the event fd without a wake-up. */
+    iface->armed = 0;
 
     ucs_list_for_each_safe(ep, tmp, &iface->pending_eps, pending_link) {
         count += uct_mm_ep_progress_pending(ep);

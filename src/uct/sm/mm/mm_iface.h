@@ -86,7 +86,7 @@ typedef struct uct_mm_iface {
     size_t             max_inline; /**< data bytes an element holds */
     size_t             seg_size;   /**< data bytes a buffer holds */
     uint64_t           *buf_offsets; /**< private copy of each element's buffer */
-    int                armed;      /**< we set ARMED and must clear it */
+    int                armed;      /**< we armed: progress takes its slow path once */
 
     /* Buffers am handlers may keep (UCT_CB_PARAM_FLAG_DESC). */
     uint64_t           *spare_offsets; /**< data offsets of free spare buffers */
