@@ -14,7 +14,7 @@ packages=(
     iproute2 util-linux
     # contrib/tests/install.sh: a CMake project finds us by find_package(ucx);
     # pip fetches the newest upstream headers for contrib/tests/abi.sh
-    cmake python3-pip
+    cmake python3-pip python3-venv
 )
 
 missing=()
@@ -71,6 +71,22 @@ if [ ! -f "$wheel_inc/ucp/api/ucp.h" ]; then
         echo "setup: could not fetch libucx-cu13 $wheel_version: the ABI check against it is skipped"
     fi
     rm -rf "$tmp"
+fi
+
+# UCXX from PyPI as a client of our libraries (contrib/tests/ucxx.sh): the
+# versions of docs/bindings.md; its libucx wheel's libraries are never loaded
+# in the test (LD_LIBRARY_PATH and RAPIDS_LIBUCX_PREFER_SYSTEM_LIBRARY).
+ucxx_venv=/opt/ucxx-venv
+if [ ! -x "$ucxx_venv/bin/python" ] || ! "$ucxx_venv/bin/python" -c 'import ucxx' 2>/dev/null; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    if $SUDO python3 -m venv "$ucxx_venv" >/dev/null 2>&1 &&
+       $SUDO "$ucxx_venv/bin/pip" install -q ucxx-cu13==0.52.0 libucxx-cu13==0.52.0 \
+           libucx-cu13==1.21.0 >/dev/null 2>&1; then
+        echo "setup: UCXX 0.52 in $ucxx_venv"
+    else
+        echo "setup: could not install UCXX from PyPI: contrib/tests/ucxx.sh will be skipped"
+    fi
 fi
 
 if [ -f /usr/local/cuda/include/cuda.h ]; then
