@@ -257,7 +257,7 @@ for upstream in "${upstreams[@]}"; do
         fail "abi_client does not build against upstream $up_version's headers"
         continue
     fi
-    LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" UCX_LOG_LEVEL=warn \
+    env -u UCX_ABI_UPSTREAM_INCLUDE LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" UCX_LOG_LEVEL=warn \
         timeout 60 "$client" >"$work/client.out" 2>"$work/client.log"
     rc=$?
     cat "$work/client.out"
