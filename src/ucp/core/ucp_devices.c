@@ -7,7 +7,7 @@
  * transports), as ucx_info -d prints them.
  */
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include <ucp/core/ucp_int.h>
@@ -21,14 +21,13 @@ static const char *ucp_devices_var_names[] = {
     [UCT_DEVICE_TYPE_SELF] = "UCX_SELF_DEVICES",
 };
 
-static const ucs_config_allow_list_t *
-ucp_devices_list(const ucp_config_t *config, uct_device_type_t type)
+static const ucs_config_allow_list_t *ucp_devices_list(const ucp_config_t *config,
+                                                       uct_device_type_t type)
 {
     return ((unsigned)type < UCT_DEVICE_TYPE_LAST) ? &config->devices[type] : NULL;
 }
 
-static int ucp_devices_listed(const ucs_config_allow_list_t *list,
-                              const char *dev_name)
+static int ucp_devices_listed(const ucs_config_allow_list_t *list, const char *dev_name)
 {
     unsigned i;
 
@@ -59,8 +58,7 @@ int ucp_devices_allowed(const ucp_config_t *config, uct_device_type_t type,
 }
 
 void ucp_devices_check_names(const ucp_config_t *config,
-                             const uct_tl_resource_desc_t *seen,
-                             unsigned num_seen)
+                             const uct_tl_resource_desc_t *seen, unsigned num_seen)
 {
     const ucs_config_allow_list_t *list;
     unsigned type, i, k;
