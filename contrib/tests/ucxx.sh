@@ -27,3 +27,28 @@ prefix="$stage$(sed -n 's/^prefix = //p' "$build/Makefile")"
 RAPIDS_LIBUCX_PREFER_SYSTEM_LIBRARY=true LD_LIBRARY_PATH="$prefix/lib" \
     timeout 600 "$venv/bin/python" "$src/test/bindings/ucxx_check.py" \
     --expect-lib "$prefix/lib" --kinds host
+rc=$?
+
+# UCXX's C++ API: RMA through its memory handles (test/bindings/ucxx_rma.cc),
+# built as a user of the wheels builds it (libucxx's headers, the libucx
+# wheel's UCX headers) and run on ours.
+site=$("$venv/bin/python" -c 'import libucxx, os; print(os.path.dirname(os.path.dirname(libucxx.__file__)))')
+libs="$prefix/lib:$site/libucxx/lib64:$site/librmm/lib64:$site/rapids_logger/lib64"
+if command -v g++ >/dev/null &&
+   g++ -std=c++17 -O1 -I"$site/libucxx/include" -I"$site/libucx/include" \
+       "$src/test/bindings/ucxx_rma.cc" -o "$stage/ucxx_rma" -L"$site/libucxx/lib64" -lucxx \
+       -L"$prefix/lib" -Wl,-rpath-link="$prefix/lib" -lucp -lucs 2>"$stage/rma.err"; then
+    for size in 8 65536 4194304 67108864; do
+        if LD_LIBRARY_PATH="$libs" timeout 60 "$stage/ucxx_rma" $size; then
+            echo "PASS ucxx_rma $size"
+        else
+            echo "FAIL ucxx_rma $size"
+            rc=1
+        fi
+    done
+else
+    cat "$stage/rma.err"
+    echo "FAIL: ucxx_rma.cc does not build against the wheels' headers"
+    rc=1
+fi
+exit $rc
