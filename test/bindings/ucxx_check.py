@@ -173,18 +173,27 @@ def _core_peer(role, kind, blocking, sizes, q_in, q_out, q_result):
                 _sync(xp)
                 wait([ep.tag_send(Array(src), tag)])
                 out = xp.zeros(size, dtype="u1")
+                _sync(xp)  # the fill is stream-ordered (MemoryAsyncPool)
                 wait([ep.stream_recv(Array(out))])
                 _sync(xp)
                 if not _equal(xp, src, out):
                     raise AssertionError("tag + stream echo of %d bytes differs" % size)
             else:
                 buf = xp.zeros(size, dtype="u1")
+                _sync(xp)
                 wait([worker.tag_recv(Array(buf), tag)])
                 _sync(xp)
                 wait([ep.stream_send(Array(buf))])
-        wait([ep.tag_send(Array(xp.zeros(1, dtype="u1")), ucx_api.UCXXTag(999))]) \
-            if role == "a" else wait([worker.tag_recv(Array(xp.zeros(1, dtype="u1")),
-                                                      ucx_api.UCXXTag(999))])
+        # a last message both ways, so that neither side leaves while the
+        # other still needs it; its buffer is kept alive until it completes
+        # (a stream-ordered pool may reuse freed memory at once)
+        last = xp.zeros(1, dtype="u1")
+        _sync(xp)
+        if role == "a":
+            wait([ep.tag_send(Array(last), ucx_api.UCXXTag(999))])
+        else:
+            wait([worker.tag_recv(Array(last), ucx_api.UCXXTag(999))])
+        del last
         q_result.put((role, None))
     except Exception:
         q_result.put((role, traceback.format_exc()))
