@@ -64,14 +64,7 @@ static int ucp_tl_name_listed(const ucs_config_names_array_t *names,
 
 static int ucp_tl_allowed(const ucs_config_allow_list_t *tls, const char *tl_name)
 {
-    switch (tls->mode) {
-    case UCS_CONFIG_ALLOW_LIST_ALLOW_ALL:
-        return 1;
-    case UCS_CONFIG_ALLOW_LIST_NEGATE:
-        return !ucp_tl_name_listed(&tls->array, tl_name);
-    default:
-        return ucp_tl_name_listed(&tls->array, tl_name);
-    }
+    return ucs_config_allow_list_admits(tls, ucp_tl_name_listed(&tls->array, tl_name));
 }
 
 /* Warn about UCX_TLS names that select nothing this build knows. */

@@ -21,12 +21,6 @@ static const char *ucp_devices_var_names[] = {
     [UCT_DEVICE_TYPE_SELF] = "UCX_SELF_DEVICES",
 };
 
-static const ucs_config_allow_list_t *ucp_devices_list(const ucp_config_t *config,
-                                                       uct_device_type_t type)
-{
-    return ((unsigned)type < UCT_DEVICE_TYPE_LAST) ? &config->devices[type] : NULL;
-}
-
 static int ucp_devices_listed(const ucs_config_allow_list_t *list, const char *dev_name)
 {
     unsigned i;
@@ -42,19 +36,13 @@ static int ucp_devices_listed(const ucs_config_allow_list_t *list, const char *d
 int ucp_devices_allowed(const ucp_config_t *config, uct_device_type_t type,
                         const char *dev_name)
 {
-    const ucs_config_allow_list_t *list = ucp_devices_list(config, type);
+    const ucs_config_allow_list_t *list;
 
-    if (list == NULL) {
-        return 1;
+    if ((unsigned)type >= UCT_DEVICE_TYPE_LAST) {
+        return 1; /* a kind without a variable is not filtered */
     }
-    switch (list->mode) {
-    case UCS_CONFIG_ALLOW_LIST_ALLOW_ALL:
-        return 1;
-    case UCS_CONFIG_ALLOW_LIST_NEGATE:
-        return !ucp_devices_listed(list, dev_name);
-    default:
-        return ucp_devices_listed(list, dev_name);
-    }
+    list = &config->devices[type];
+    return ucs_config_allow_list_admits(list, ucp_devices_listed(list, dev_name));
 }
 
 void ucp_devices_check_names(const ucp_config_t *config,

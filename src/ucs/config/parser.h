@@ -291,6 +291,18 @@ ucs_status_t ucs_config_clone_string_array(const void *src, void *dst,
                                            const ucs_config_parser_t *parser);
 void ucs_config_release_string_array(void *value,
                                      const ucs_config_parser_t *parser);
+/**
+ * Whether @a list admits a name, given whether the name is @a listed in
+ * list->array (the caller decides what "listed" means: exact names, aliases).
+ * "all" admits every name, "^a,b" those not listed, "a,b" those listed.
+ */
+static inline int ucs_config_allow_list_admits(const ucs_config_allow_list_t *list,
+                                               int listed)
+{
+    return (list->mode == UCS_CONFIG_ALLOW_LIST_ALLOW_ALL) ||
+           ((list->mode == UCS_CONFIG_ALLOW_LIST_NEGATE) ? !listed : listed);
+}
+
 ucs_status_t ucs_config_clone_allow_list(const void *src, void *dst,
                                          const ucs_config_parser_t *parser);
 void ucs_config_release_allow_list(void *value,

@@ -244,6 +244,19 @@ TEST_F(ucp_config, max_rndv_rails_of_ucxx_is_known_and_zero_is_refused)
     EXPECT_NE(std::string::npos, log().find("UCX_MAX_RNDV_RAILS=0")) << log();
 }
 
+/* What ucp_context_print_info() prints for @a context. */
+static std::string context_info(ucp_context_h context)
+{
+    char *text   = NULL;
+    size_t size  = 0;
+    FILE *stream = open_memstream(&text, &size);
+    ucp_context_print_info(context, stream);
+    fclose(stream);
+    std::string info(text);
+    free(text);
+    return info;
+}
+
 /* UCX_NET_DEVICES selects tcp's interfaces by name (UCXX's benchmarks read
  * it back from the configuration); a name no transport offers is warned
  * about, and a list that leaves nothing fails ucp_init() naming the cause. */
@@ -258,24 +271,14 @@ TEST_F(ucp_config, net_devices_select_interfaces_by_name)
     ASSERT_EQ(UCS_OK, ucp_config_modify(m_config, "TLS", "tcp"));
     ASSERT_EQ(UCS_OK, ucp_config_modify(m_config, "NET_DEVICES", "lo"));
     ASSERT_EQ(UCS_OK, ucp_init(&params, m_config, &context));
-    char *text   = NULL;
-    size_t size  = 0;
-    FILE *stream = open_memstream(&text, &size);
-    ucp_context_print_info(context, stream);
-    fclose(stream);
-    std::string info(text);
-    free(text);
+    std::string info = context_info(context);
     ucp_cleanup(context);
     EXPECT_NE(std::string::npos, info.find("tcp/lo")) << info;
     EXPECT_EQ(std::string::npos, info.find("tcp/eth")) << info;
 
     ASSERT_EQ(UCS_OK, ucp_config_modify(m_config, "NET_DEVICES", "^lo"));
     if (ucp_init(&params, m_config, &context) == UCS_OK) { /* other interfaces */
-        stream = open_memstream(&text, &size);
-        ucp_context_print_info(context, stream);
-        fclose(stream);
-        info = text;
-        free(text);
+        info = context_info(context);
         ucp_cleanup(context);
         EXPECT_EQ(std::string::npos, info.find("tcp/lo")) << info;
     }
