@@ -465,6 +465,52 @@ ucs_status_t ucp_worker_get_efd(ucp_worker_h worker, int *fd)
     return UCS_OK;
 }
 
+/*
+ * Arm one iface by what it reports: one with an event fd wakes the worker's
+ * epoll set; one that has only UCT_IFACE_FLAG_EVENT_SEND_COMP (a copy
+ * engine) can only answer BUSY while its operations run, so that the caller
+ * keeps progressing instead of sleeping past their end; one with neither
+ * (self) delivers inside the sender's call and progress.
+ */
+static ucs_status_t ucp_worker_iface_arm(uct_iface_h iface, uint64_t event_flags)
+{
+    ucs_status_t status;
+
+    if (event_flags & UCT_IFACE_FLAG_EVENT_FD) {
+        status = uct_iface_event_arm(iface, UCT_EVENT_RECV | UCT_EVENT_SEND_COMP);
+        return (status == UCS_ERR_UNSUPPORTED)
+                   ? uct_iface_event_arm(iface, UCT_EVENT_RECV)
+                   : status;
+    } else if (event_flags & UCT_IFACE_FLAG_EVENT_SEND_COMP) {
+        return uct_iface_event_arm(iface, UCT_EVENT_SEND_COMP);
+    }
+    return UCS_OK;
+}
+
+/* The ifaces that carry no active messages: rendezvous reads and writes,
+ * staging copies. Their operations in flight keep the worker busy. */
+static ucs_status_t ucp_worker_arm_data_ifaces(ucp_worker_h worker)
+{
+    const ucp_worker_iface_t *data[] = {&worker->rma_iface, &worker->host_rma_iface};
+    ucs_status_t status;
+    unsigned i;
+
+    for (i = 0; i < ucs_static_array_size(data); ++i) {
+        if (data[i]->iface == NULL) {
+            continue;
+        }
+        status = ucp_worker_iface_arm(data[i]->iface, data[i]->attr.cap.event_flags);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    if (worker->mt_iface == NULL) {
+        return UCS_OK;
+    }
+    status = uct_iface_event_arm(worker->mt_iface, UCT_EVENT_SEND_COMP);
+    return (status == UCS_ERR_UNSUPPORTED) ? UCS_OK : status;
+}
+
 ucs_status_t ucp_worker_arm(ucp_worker_h worker)
 {
     ucs_status_t status = UCS_OK;
@@ -480,16 +526,11 @@ ucs_status_t ucp_worker_arm(ucp_worker_h worker)
         status = UCS_ERR_BUSY;
     }
     for (i = 0; (i < worker->num_ifaces) && (status == UCS_OK); ++i) {
-        if (!(worker->ifaces[i].attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD)) {
-            /* No event fd (self): delivery happens inside the sender's call
-             * and progress; report pending work when there is any. */
-            continue;
-        }
-        status = uct_iface_event_arm(worker->ifaces[i].iface,
-                                     UCT_EVENT_RECV | UCT_EVENT_SEND_COMP);
-        if (status == UCS_ERR_UNSUPPORTED) {
-            status = uct_iface_event_arm(worker->ifaces[i].iface, UCT_EVENT_RECV);
-        }
+        status = ucp_worker_iface_arm(worker->ifaces[i].iface,
+                                      worker->ifaces[i].attr.cap.event_flags);
+    }
+    if (status == UCS_OK) {
+        status = ucp_worker_arm_data_ifaces(worker);
     }
     if ((status == UCS_OK) &&
         (!ucs_list_is_empty(&worker->notify) || worker->housekeeping_due)) {

@@ -509,7 +509,10 @@ ucs_status_t uct_iface_event_fd_get(uct_iface_h iface, int *fd_p);
 
 /**
  * Arm the event fd for @a events (UCT_EVENT_*). UCS_ERR_BUSY means events are
- * already pending: progress instead of waiting.
+ * already pending: progress instead of waiting. An iface that reports
+ * UCT_IFACE_FLAG_EVENT_SEND_COMP without UCT_IFACE_FLAG_EVENT_FD has no fd to
+ * wake a sleeper (a copy engine's completions are seen only by polling): it
+ * answers UCS_ERR_BUSY while operations are in flight, UCS_OK when none is.
  */
 ucs_status_t uct_iface_event_arm(uct_iface_h iface, unsigned events);
 

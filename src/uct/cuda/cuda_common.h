@@ -210,6 +210,17 @@ ucs_status_t uct_cuda_queue_push_cb(uct_cuda_queue_t *q, uct_completion_t *comp,
 unsigned uct_cuda_queue_progress(uct_cuda_queue_t *q);
 
 /**
+ * Whether @a q still has work: copies in flight or waiting for the next
+ * progress to launch them. A completion of the copy engine reaches no file
+ * descriptor, so an iface with such work must keep its caller polling
+ * (event_arm answers UCS_ERR_BUSY) rather than let it sleep past the end.
+ */
+static UCS_F_ALWAYS_INLINE int uct_cuda_queue_is_busy(const uct_cuda_queue_t *q)
+{
+    return (q->outstanding | q->batched) != 0;
+}
+
+/**
  * Let copies of at most @a batch_max bytes on @a q wait for the next
  * progress call, which launches all that gathered as one kernel of @a kernel
  * (loaded in the queue's context at first use). @a batch_max 0 turns it off.

@@ -92,6 +92,8 @@ static ucs_status_t uct_cuda_copy_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_PUT_ZCOPY |
                       UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
                       UCT_IFACE_FLAG_CONNECT_TO_IFACE;
+    /* No event fd: arming reports work in flight (uct_cuda_queue_is_busy). */
+    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP;
 
     attr->cap.put.max_short       = iface->max_short;
     attr->cap.put.max_bcopy       = iface->max_bcopy;
@@ -287,6 +289,32 @@ static unsigned uct_cuda_copy_iface_progress(uct_iface_h tl_iface)
     return count;
 }
 
+static ucs_status_t uct_cuda_copy_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    uct_cuda_copy_iface_t *iface =
+        ucs_container_of(tl_iface, uct_cuda_copy_iface_t, super.super);
+    uint64_t others = iface->others;
+    int dev;
+
+    if (!(events & UCT_EVENT_SEND_COMP)) {
+        return UCS_OK;
+    }
+    if (uct_cuda_queue_is_busy(&iface->queue)) {
+        ucs_trace("cuda_copy: iface %p: busy, copies in flight", (void *)iface);
+        return UCS_ERR_BUSY;
+    }
+    for (; others != 0; others &= others - 1) {
+        dev = __builtin_ctzll(others);
+        if (uct_cuda_queue_is_busy(iface->queues[dev])) {
+            ucs_trace("cuda_copy: iface %p: busy, copies in flight on device "
+                      "%d",
+                      (void *)iface, dev);
+            return UCS_ERR_BUSY;
+        }
+    }
+    return UCS_OK;
+}
+
 /* Every queue with work gets the completion once: its count covers them. */
 ucs_status_t uct_cuda_copy_iface_flush_queues(uct_cuda_copy_iface_t *iface,
                                               uct_completion_t *comp)
@@ -420,12 +448,12 @@ static const uct_iface_ops_t uct_cuda_copy_iface_ops = {
     .iface_flush              = uct_cuda_copy_iface_flush,
     .iface_fence              = uct_cuda_copy_iface_fence,
     .iface_progress           = uct_cuda_copy_iface_progress,
+    .iface_event_arm          = uct_cuda_copy_iface_event_arm,
     .iface_close              = uct_cuda_copy_iface_close,
     .iface_query              = uct_cuda_copy_iface_query,
     .iface_get_device_address = uct_cuda_copy_iface_get_device_address,
     .iface_get_address        = uct_cuda_copy_iface_get_address,
-    .iface_is_reachable       = uct_cuda_copy_iface_is_reachable
-};
+    .iface_is_reachable       = uct_cuda_copy_iface_is_reachable};
 
 static ucs_status_t uct_cuda_copy_iface_open(uct_md_h md, uct_worker_h worker,
                                              const uct_iface_params_t *params,

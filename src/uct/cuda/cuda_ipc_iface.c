@@ -103,6 +103,8 @@ static ucs_status_t uct_cuda_ipc_iface_query(uct_iface_h tl_iface,
 
     attr->cap.flags = UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
                       UCT_IFACE_FLAG_CONNECT_TO_IFACE;
+    /* No event fd: arming reports work in flight (uct_cuda_queue_is_busy). */
+    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP;
 
     attr->cap.put.min_zcopy       = 0;
     attr->cap.put.max_zcopy       = SIZE_MAX;
@@ -228,6 +230,27 @@ static unsigned uct_cuda_ipc_iface_progress(uct_iface_h tl_iface)
     return count;
 }
 
+static ucs_status_t uct_cuda_ipc_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    uct_cuda_ipc_iface_t *iface =
+        ucs_container_of(tl_iface, uct_cuda_ipc_iface_t, super.super);
+    unsigned i;
+
+    if (!(events & UCT_EVENT_SEND_COMP)) {
+        return UCS_OK; /* nothing arrives here: receives are the peer's */
+    }
+    for (i = 0; i < UCT_CUDA_IPC_MAX_PEER_DEVICES; ++i) {
+        if ((iface->queues_created & UCS_BIT(i)) &&
+            uct_cuda_queue_is_busy(&iface->queues[i])) {
+            ucs_trace("cuda_ipc: iface %p: busy, copies in flight to device "
+                      "queue %u",
+                      (void *)iface, i);
+            return UCS_ERR_BUSY;
+        }
+    }
+    return UCS_OK;
+}
+
 ucs_status_t uct_cuda_ipc_iface_flush_all(uct_cuda_ipc_iface_t *iface,
                                           uct_completion_t *comp)
 {
@@ -350,12 +373,12 @@ static const uct_iface_ops_t uct_cuda_ipc_iface_ops = {
     .iface_flush              = uct_cuda_ipc_iface_flush,
     .iface_fence              = uct_cuda_ipc_iface_fence,
     .iface_progress           = uct_cuda_ipc_iface_progress,
+    .iface_event_arm          = uct_cuda_ipc_iface_event_arm,
     .iface_close              = uct_cuda_ipc_iface_close,
     .iface_query              = uct_cuda_ipc_iface_query,
     .iface_get_device_address = uct_cuda_ipc_iface_get_device_address,
     .iface_get_address        = uct_cuda_ipc_iface_get_address,
-    .iface_is_reachable       = uct_cuda_ipc_iface_is_reachable
-};
+    .iface_is_reachable       = uct_cuda_ipc_iface_is_reachable};
 
 static ucs_status_t uct_cuda_ipc_iface_open(uct_md_h md, uct_worker_h worker,
                                             const uct_iface_params_t *params,

@@ -504,6 +504,39 @@ TEST_F(test_uct_cuda_copy, completion_waits_for_late_stream_work)
     });
 }
 
+/* No fd tells a copy's end: arming answers BUSY while one runs, so that a
+ * caller about to sleep on the worker's fd polls instead. */
+TEST_F(test_uct_cuda_copy, event_arm_is_busy_while_copies_run)
+{
+    if (!is_model()) {
+        GTEST_SKIP() << "CUDASIM_ASYNC exists only on the model";
+    }
+    in_child([] {
+        init_late_streams("3000");
+        copy_ctx c;
+        allocation dev;
+        uct_iface_attr_t attr;
+        const size_t size = 1 << 20;
+        ASSERT_CU(dev.allocate(mem_kind::legacy, size));
+        EXPECT_UCS_OK(uct_iface_query(c.e.iface(), &attr));
+        EXPECT_EQ((uint64_t)UCT_IFACE_FLAG_EVENT_SEND_COMP,
+                  attr.cap.event_flags &
+                      (UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_FD));
+        EXPECT_UCS_OK(uct_iface_event_arm(c.e.iface(), UCT_EVENT_SEND_COMP));
+
+        std::vector<unsigned char> src = host_pattern(size, 5);
+        uct_iov_t iov                  = make_iov((CUdeviceptr)src.data(), size);
+        ucx_test::uct_test_completion comp;
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_put_zcopy(c.ep, &iov, 1, dev.ptr, 0, &comp.comp));
+        EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(c.e.iface(), UCT_EVENT_SEND_COMP));
+        /* Receives never come to a copy engine: nothing to wait for. */
+        EXPECT_UCS_OK(uct_iface_event_arm(c.e.iface(), UCT_EVENT_RECV));
+        ASSERT_TRUE(wait_comp(c.e, comp));
+        EXPECT_UCS_OK(uct_iface_event_arm(c.e.iface(), UCT_EVENT_SEND_COMP));
+    });
+}
+
 /* A driver without stream memory operations: small host-to-device copies
  * fall back to cuMemcpyAsync, data intact. */
 TEST_F(test_uct_cuda_copy, without_stream_memory_operations_small_copies_fall_back)
