@@ -188,9 +188,7 @@ void ucp_worker_print_info(ucp_worker_h worker, FILE *stream)
     fprintf(stream, "#\n# UCP worker '%s'\n#\n", worker->name);
     fprintf(stream, "#   uuid            : 0x%llx\n", (unsigned long long)worker->uuid);
     fprintf(stream, "#   thread mode     : %s\n",
-            (worker->thread_mode == UCS_THREAD_MODE_MULTI) ? "multi" :
-            (worker->thread_mode == UCS_THREAD_MODE_SERIALIZED) ? "serialized" :
-            "single");
+            ucs_thread_mode_names[worker->thread_mode]);
     fprintf(stream, "#   address         : %zu bytes\n", worker->address_len);
     fprintf(stream, "#   max_am_header   : %zu\n", worker->max_am_header);
     fprintf(stream, "#   endpoints       : %u\n", num_eps);

@@ -367,6 +367,8 @@ struct ucp_worker {
     int                housekeeping_due; /* work queued for the next
                                             progress call's housekeeping */
     unsigned           rounds;           /* progress calls (housekeeping) */
+    int armed;                           /* ucp_worker_arm told the caller
+                                            to sleep; no progress since */
     unsigned           live_reqs;    /* allocated and not given back */
     uint64_t           next_msg_id;
     uint64_t           next_sync_id;
@@ -404,8 +406,17 @@ static inline void ucp_worker_lock(ucp_worker_h worker)
     }
 }
 
+void ucp_worker_wake_armed(ucp_worker_h worker);
+
 static inline void ucp_worker_unlock(ucp_worker_h worker)
 {
+    /* A call from another thread than the one sleeping on the armed fd may
+     * have queued work that only progress does (a rendezvous read that
+     * completed inside the call, a send that found no room): nothing else
+     * would wake the sleeper. */
+    if (ucs_unlikely(worker->armed)) {
+        ucp_worker_wake_armed(worker);
+    }
     if (worker->mt) {
         pthread_mutex_unlock(&worker->lock);
     }

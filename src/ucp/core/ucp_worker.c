@@ -277,8 +277,10 @@ ucs_status_t ucp_worker_create(ucp_context_h context,
             goto err_wakeup;
         }
     }
-    ucs_debug("ucp: worker %s created, uuid 0x%llx, %u interfaces", worker->name,
-              (unsigned long long)worker->uuid, worker->num_ifaces);
+    ucs_debug("ucp: worker %s created, uuid 0x%llx, %u interfaces, thread mode "
+              "%s",
+              worker->name, (unsigned long long)worker->uuid, worker->num_ifaces,
+              ucs_thread_mode_names[worker->thread_mode]);
     *worker_p = worker;
     return UCS_OK;
 
@@ -331,6 +333,7 @@ void ucp_worker_destroy(ucp_worker_h worker)
     ucp_memtype_worker_cleanup(worker);
     ucp_worker_close_ifaces(worker);
     uct_worker_destroy(worker->uct_worker);
+    worker->armed = 0; /* nobody sleeps on a worker being destroyed */
     if (worker->signal_fd >= 0) {
         close(worker->signal_fd);
     }
@@ -418,9 +421,28 @@ static unsigned ucp_worker_housekeeping(ucp_worker_h worker)
  * transport round per call, also on a worker with a listener. */
 static inline int ucp_worker_housekeeping_due(ucp_worker_h worker)
 {
-    return worker->housekeeping_due || !ucs_list_is_empty(&worker->ready) ||
-           !ucs_list_is_empty(&worker->notify) || !ucs_list_is_empty(&worker->zombies) ||
+    return worker->housekeeping_due || worker->armed ||
+           !ucs_list_is_empty(&worker->ready) || !ucs_list_is_empty(&worker->notify) ||
+           !ucs_list_is_empty(&worker->zombies) ||
            ((++worker->rounds & (UCP_WORKER_HOUSEKEEPING_PERIOD - 1)) == 0);
+}
+
+/* Work the next progress call must do whatever the transports report. */
+static int ucp_worker_has_queued_work(ucp_worker_h worker)
+{
+    return worker->housekeeping_due || !ucs_list_is_empty(&worker->ready) ||
+           !ucs_list_is_empty(&worker->notify);
+}
+
+void ucp_worker_wake_armed(ucp_worker_h worker)
+{
+    if (ucp_worker_has_queued_work(worker)) {
+        ucs_trace("ucp: worker %s: work queued after arming, waking the "
+                  "sleeper",
+                  worker->name);
+        worker->armed = 0; /* one wake-up per arm */
+        (void)ucp_worker_signal(worker);
+    }
 }
 
 unsigned ucp_worker_progress(ucp_worker_h worker)
@@ -433,6 +455,7 @@ unsigned ucp_worker_progress(ucp_worker_h worker)
      * sends or completions that must not wait for another call. */
     if ((count != 0) || ucs_unlikely(ucp_worker_housekeeping_due(worker))) {
         worker->housekeeping_due = 0;
+        worker->armed            = 0;
         count                   += ucp_worker_housekeeping(worker);
     }
     ucp_worker_unlock(worker);
@@ -532,8 +555,7 @@ ucs_status_t ucp_worker_arm(ucp_worker_h worker)
     if (status == UCS_OK) {
         status = ucp_worker_arm_data_ifaces(worker);
     }
-    if ((status == UCS_OK) &&
-        (!ucs_list_is_empty(&worker->notify) || worker->housekeeping_due)) {
+    if ((status == UCS_OK) && ucp_worker_has_queued_work(worker)) {
         status = UCS_ERR_BUSY; /* work left for the next progress call */
     }
     if ((status == UCS_OK) && (worker->sa != NULL)) {
@@ -541,8 +563,9 @@ ucs_status_t ucp_worker_arm(ucp_worker_h worker)
     }
     if (status == UCS_OK) {
         /* the caller sleeps next: whatever wakes it (a connection, a
-         * probe's time) needs the housekeeping of the next call */
-        worker->housekeeping_due = 1;
+         * probe's time) needs the housekeeping of the next call, and work
+         * that another thread queues meanwhile must wake it */
+        worker->armed = 1;
     }
     ucp_worker_unlock(worker);
     return status;

@@ -13,4 +13,8 @@ typedef enum {
     UCS_THREAD_MODE_LAST
 } ucs_thread_mode_t;
 
+/** Lower-case name of each mode ("single", "serialized", "multi"), indexed
+ *  by ucs_thread_mode_t; for logs and reports. */
+extern const char *ucs_thread_mode_names[];
+
 #endif

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -455,4 +457,138 @@ TEST(test_ucp_worker, killed_peer_is_still_reported_without_error_handler)
 {
     std::string log = close_after_peer_end(true);
     EXPECT_NE(std::string::npos, log.find("failed peer")) << log;
+}
+
+/* UCXX's C++ core API: a progress thread loops over progress, arm and
+ * epoll_wait on the worker's fd, while the application's thread posts sends
+ * and receives on the same MULTI worker and waits for their completion
+ * without progressing. Whatever work an application thread's call leaves
+ * for progress, or brings in from the peer, must wake the sleeping progress
+ * thread. A ping-pong between two processes; each sleep that ends by its
+ * timeout while a request is in flight is a missed wake-up (UCXX's own
+ * timeout is infinite: it hung). */
+namespace
+{
+
+struct progress_thread {
+    explicit progress_thread(ucp_worker_h w) : worker(w)
+    {
+        EXPECT_EQ(UCS_OK, ucp_worker_get_efd(worker, &efd));
+        thread = std::thread([this] { loop(); });
+    }
+
+    ~progress_thread()
+    {
+        stop = true;
+        ucp_worker_signal(worker);
+        thread.join();
+    }
+
+    void loop()
+    {
+        struct pollfd pfd = {efd, POLLIN, 0};
+        while (!stop) {
+            if (ucp_worker_progress(worker) != 0) {
+                continue;
+            }
+            if (ucp_worker_arm(worker) != UCS_OK) {
+                continue;
+            }
+            if ((poll(&pfd, 1, 2000) == 0) && (inflight > 0)) {
+                ++missed;
+            }
+        }
+    }
+
+    ucp_worker_h worker;
+    int efd = -1;
+    std::atomic<bool> stop{false};
+    std::atomic<int> inflight{0};
+    std::atomic<int> missed{0};
+    std::thread thread;
+};
+
+/* Wait without progressing: the progress thread must complete it. */
+ucs_status_t wait_for_progress_thread(progress_thread &pt, ucs_status_ptr_t r)
+{
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    ucs_status_t status;
+
+    if (!UCS_PTR_IS_PTR(r)) {
+        return UCS_PTR_STATUS(r);
+    }
+    ++pt.inflight;
+    while ((status = ucp_request_check_status(r)) == UCS_INPROGRESS) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            --pt.inflight;
+            return UCS_ERR_TIMED_OUT; /* leaked: the process ends anyway */
+        }
+        sched_yield();
+    }
+    --pt.inflight;
+    ucp_request_free(r);
+    return status;
+}
+
+void ping_pong_from_application_thread(oob_channel &ch, bool first, size_t size)
+{
+    ucp_entity e("", UCS_THREAD_MODE_MULTI, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP);
+    std::string remote;
+    ASSERT_TRUE(ch.send_blob(e.address()));
+    ASSERT_TRUE(ch.recv_blob(remote));
+    ucp_ep_h ep = e.connect(remote);
+    std::vector<char> buf(size, first ? 'a' : 'b');
+    ucp_request_param_t param;
+    memset(&param, 0, sizeof(param));
+    {
+        progress_thread pt(e.worker());
+        for (int i = 0; i < 300; ++i) {
+            if (first || (i > 0)) {
+                ASSERT_EQ(UCS_OK,
+                          wait_for_progress_thread(
+                              pt, ucp_tag_send_nbx(ep, buf.data(), size, 1, &param)))
+                    << size << " bytes, message " << i;
+            }
+            ASSERT_EQ(UCS_OK, wait_for_progress_thread(
+                                  pt, ucp_tag_recv_nbx(e.worker(), buf.data(), size, 1,
+                                                       ~0ull, &param)))
+                << size << " bytes, message " << i;
+        }
+        if (!first) {
+            ASSERT_EQ(UCS_OK, wait_for_progress_thread(
+                                  pt, ucp_tag_send_nbx(ep, buf.data(), size, 1, &param)));
+        }
+        EXPECT_EQ(0, pt.missed.load())
+            << size << " bytes: the progress thread slept through " << pt.missed.load()
+            << " wake-ups";
+        char c = 0;
+        ASSERT_TRUE(ch.send(&c, 1));
+        ASSERT_TRUE(ch.recv(&c, 1));
+    }
+    e.close(ep, true);
+}
+
+} // namespace
+
+TEST(test_ucp_worker, progress_thread_sleeping_on_the_fd_sees_application_thread_work)
+{
+    for (size_t size : {size_t(8), size_t(16384), size_t(65536), size_t(1) << 20}) {
+        run_two_processes(
+            [&](oob_channel &ch) { ping_pong_from_application_thread(ch, true, size); },
+            [&](oob_channel &ch) { ping_pong_from_application_thread(ch, false, size); },
+            60);
+    }
+}
+
+/* The same with UCXX's UCX_RNDV_THRESH: the messages above 8 KiB take
+ * rendezvous (the receiver reads over cma, or fragments). */
+TEST(test_ucp_worker, progress_thread_sleeping_on_the_fd_sees_rendezvous_work)
+{
+    scoped_setenv thresh("UCX_RNDV_THRESH", "8192");
+    for (size_t size : {size_t(16384), size_t(65536), size_t(1) << 20}) {
+        run_two_processes(
+            [&](oob_channel &ch) { ping_pong_from_application_thread(ch, true, size); },
+            [&](oob_channel &ch) { ping_pong_from_application_thread(ch, false, size); },
+            60);
+    }
 }

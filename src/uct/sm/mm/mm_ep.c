@@ -447,6 +447,9 @@ ucs_status_t uct_mm_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
         ucs_list_add_tail(&uct_mm_ep_iface(ep)->pending_eps, &ep->pending_link);
         ep->in_pending = 1;
     }
+    if (ucs_unlikely(uct_mm_ep_iface(ep)->armed)) {
+        uct_mm_iface_wake_self(uct_mm_ep_iface(ep));
+    }
     return UCS_OK;
 }
 

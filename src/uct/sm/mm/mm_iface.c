@@ -159,6 +159,8 @@ static ucs_status_t uct_mm_iface_signal_init(uct_mm_iface_t *iface)
         addrlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
         if (bind(iface->signal_fd, (struct sockaddr*)&addr, addrlen) == 0) {
             iface->ctl->signal_id = signal_id;
+            iface->self_addr      = addr;
+            iface->self_addrlen   = addrlen;
             return UCS_OK;
         }
         if (errno != EADDRINUSE) {
@@ -397,6 +399,17 @@ static ucs_status_t uct_mm_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
 {
     *fd_p = ((uct_mm_iface_t*)tl_iface)->signal_fd;
     return UCS_OK;
+}
+
+void uct_mm_iface_wake_self(uct_mm_iface_t *iface)
+{
+    char byte = 0;
+
+    ucs_trace("posix: iface %p: work for progress after arming, waking up",
+              (void *)iface);
+    iface->armed = 0; /* one wake-up per arm */
+    (void)sendto(iface->send_fd, &byte, 1, MSG_DONTWAIT,
+                 (const struct sockaddr *)&iface->self_addr, iface->self_addrlen);
 }
 
 static ucs_status_t uct_mm_iface_event_arm(uct_iface_h tl_iface, unsigned events)

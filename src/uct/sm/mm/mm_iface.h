@@ -101,11 +101,20 @@ typedef struct uct_mm_iface {
     uct_mm_seg_t       seg;
     int                signal_fd;   /**< bound datagram socket: the event fd */
     int                send_fd;     /**< unbound datagram socket to wake peers */
+    struct sockaddr_un self_addr;   /**< signal_fd's name, to wake ourselves */
+    socklen_t self_addrlen;
     uint64_t           peer_check_interval_ns;
     double             bandwidth;
     char               *put_bounce; /**< put_bcopy near the end of a region */
     uct_mm_device_addr_t dev_addr;
 } uct_mm_iface_t;
+
+/**
+ * Wake whoever sleeps on this iface's event fd after arming it, when work
+ * that only progress can do appeared meanwhile (another thread's send left
+ * requests pending): no peer would signal for it.
+ */
+void uct_mm_iface_wake_self(uct_mm_iface_t *iface);
 
 /** Send side: a mapping of a peer's FIFO. */
 typedef struct uct_mm_ep {
