@@ -77,30 +77,31 @@ struct ucp_context {
 /* ---- requests ----------------------------------------------------------- */
 
 enum {
-    UCP_REQ_FLAG_COMPLETED     = UCS_BIT(0),
-    UCP_REQ_FLAG_RELEASED      = UCS_BIT(1),  /* the user freed it */
-    UCP_REQ_FLAG_EXTERNAL      = UCS_BIT(2),  /* user-provided memory */
-    UCP_REQ_FLAG_CB_SEND       = UCS_BIT(3),
-    UCP_REQ_FLAG_CB_SEND_NBX   = UCS_BIT(4),
-    UCP_REQ_FLAG_CB_RECV       = UCS_BIT(5),
-    UCP_REQ_FLAG_CB_RECV_NBX   = UCS_BIT(6),
-    UCP_REQ_FLAG_IN_CALL       = UCS_BIT(7),  /* starting call still running */
-    UCP_REQ_FLAG_EXPECTED      = UCS_BIT(8),  /* in the expected queue */
-    UCP_REQ_FLAG_SYNC          = UCS_BIT(9),
-    UCP_REQ_FLAG_SYNC_ACKED    = UCS_BIT(10),
-    UCP_REQ_FLAG_LOCAL_DONE    = UCS_BIT(11),
-    UCP_REQ_FLAG_IN_SYNC_LIST  = UCS_BIT(12),
-    UCP_REQ_FLAG_RECV          = UCS_BIT(13),
-    UCP_REQ_FLAG_INTERNAL      = UCS_BIT(14), /* no user ever sees it */
-    UCP_REQ_FLAG_FLUSH_DONE    = UCS_BIT(15),
+    UCP_REQ_FLAG_COMPLETED      = UCS_BIT(0),
+    UCP_REQ_FLAG_RELEASED       = UCS_BIT(1), /* the user freed it */
+    UCP_REQ_FLAG_EXTERNAL       = UCS_BIT(2), /* user-provided memory */
+    UCP_REQ_FLAG_CB_SEND        = UCS_BIT(3),
+    UCP_REQ_FLAG_CB_SEND_NBX    = UCS_BIT(4),
+    UCP_REQ_FLAG_CB_RECV        = UCS_BIT(5),
+    UCP_REQ_FLAG_CB_RECV_NBX    = UCS_BIT(6),
+    UCP_REQ_FLAG_IN_CALL        = UCS_BIT(7), /* starting call still running */
+    UCP_REQ_FLAG_EXPECTED       = UCS_BIT(8), /* in the expected queue */
+    UCP_REQ_FLAG_SYNC           = UCS_BIT(9),
+    UCP_REQ_FLAG_SYNC_ACKED     = UCS_BIT(10),
+    UCP_REQ_FLAG_LOCAL_DONE     = UCS_BIT(11),
+    UCP_REQ_FLAG_IN_SYNC_LIST   = UCS_BIT(12),
+    UCP_REQ_FLAG_RECV           = UCS_BIT(13),
+    UCP_REQ_FLAG_INTERNAL       = UCS_BIT(14), /* no user ever sees it */
+    UCP_REQ_FLAG_FLUSH_DONE     = UCS_BIT(15),
     UCP_REQ_FLAG_CB_RECV_STREAM = UCS_BIT(16), /* cb.recv_stream (nbx) */
-    UCP_REQ_FLAG_CB_RECV_AM    = UCS_BIT(17), /* cb.recv_am */
-    UCP_REQ_FLAG_CB_STREAM_OLD = UCS_BIT(18), /* cb.stream_old */
-    UCP_REQ_FLAG_RECV_LENGTH   = UCS_BIT(19), /* reports a length, not tag
-                                                 info (stream, AM data) */
-    UCP_REQ_FLAG_DEFERRED      = UCS_BIT(20), /* a send posted while its ep
-                                                 was connecting */
-    UCP_REQ_FLAG_DEFERRED_SYNC = UCS_BIT(21)  /* ... a sync one */
+    UCP_REQ_FLAG_CB_RECV_AM     = UCS_BIT(17), /* cb.recv_am */
+    UCP_REQ_FLAG_CB_STREAM_OLD  = UCS_BIT(18), /* cb.stream_old */
+    UCP_REQ_FLAG_RECV_LENGTH    = UCS_BIT(19), /* reports a length, not tag
+                                                  info (stream, AM data) */
+    UCP_REQ_FLAG_DEFERRED = UCS_BIT(20),       /* a send posted while its ep
+                                                  was connecting */
+    UCP_REQ_FLAG_DEFERRED_SYNC = UCS_BIT(21),  /* ... a sync one */
+    UCP_REQ_FLAG_FREE          = UCS_BIT(22)   /* back in the worker's pool */
 };
 
 /* What a send carries (ucp_send_msg_t::kind). */

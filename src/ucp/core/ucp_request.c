@@ -58,6 +58,10 @@ void ucp_request_put(ucp_request_t *req)
         return;
     }
     --worker->live_reqs;
+    /* A binding that races a free or a cancel with the request's completion
+     * (UCXX frees inside the callback and cancels from a finalizer) must
+     * find it finished, not expected, and not put back twice. */
+    req->flags = UCP_REQ_FLAG_FREE | UCP_REQ_FLAG_COMPLETED;
     ucs_list_add_head(&worker->free_reqs, &req->list);
 }
 
@@ -258,13 +262,31 @@ ucs_status_t ucp_request_test(void *request, ucp_tag_recv_info_t *info)
     return status;
 }
 
+/* Putting a pooled request back twice would link it into the pool twice and
+ * hand it to two operations later: the second free is refused, loudly once. */
+static void ucp_request_warn_twice(void *request)
+{
+    static int warned;
+
+    if (!warned) {
+        warned = 1;
+        ucs_warn("ucp: request %p freed again after it went back to the "
+                 "worker's pool: ignored (a use after free in the caller)",
+                 request);
+    } else {
+        ucs_debug("ucp: request %p freed again: ignored", request);
+    }
+}
+
 void ucp_request_free(void *request)
 {
     ucp_request_t *req    = ucp_request_of(request);
     ucp_worker_h   worker = req->worker;
 
     ucp_worker_lock(worker);
-    if (req->flags & UCP_REQ_FLAG_COMPLETED) {
+    if (ucs_unlikely(req->flags & UCP_REQ_FLAG_FREE)) {
+        ucp_request_warn_twice(request);
+    } else if (req->flags & UCP_REQ_FLAG_COMPLETED) {
         ucp_request_put(req);
     } else {
         req->flags |= UCP_REQ_FLAG_RELEASED;
