@@ -24,35 +24,67 @@ static const char *ucp_ep_tl_name(ucp_ep_h ep)
 
 /* ---- transport selection ------------------------------------------------ */
 
-static int ucp_ep_try_tl(ucp_worker_h worker, const ucp_unpacked_address_t *addr,
-                         const char *tl_name, ucp_worker_iface_t **wiface_p,
-                         const ucp_address_entry_t **entry_p)
+/* Estimated time of one small active message over @a attr's transport: the
+ * sender's overhead plus the latency. Self (no copy, no queue) reports the
+ * least, shared memory less than the network. */
+static double ucp_ep_am_lane_cost(const uct_iface_attr_t *attr)
 {
-    ucp_context_h context = worker->context;
-    const ucp_address_entry_t *e;
-    unsigned i, j;
+    return attr->overhead + attr->latency.c;
+}
 
+/* Whether resource @a rsc is a first choice for this endpoint's messages: a
+ * loopback device only when the caller allows loopback and the peer is this
+ * worker, shared memory only on this host. The others stay a last resort,
+ * used when nothing preferred reaches the peer (two workers of one process
+ * over self, shared memory where the host identity differs). */
+static int ucp_ep_am_lane_preferred(const ucp_tl_rsc_t *rsc, int to_self, int same_host)
+{
+    switch (rsc->desc.dev_type) {
+    case UCT_DEVICE_TYPE_SELF:
+        return to_self;
+    case UCT_DEVICE_TYPE_SHM:
+        return same_host;
+    default:
+        return 1;
+    }
+}
+
+/* The messaging lane: of the worker's messaging ifaces that reach the peer,
+ * a preferred one before a last resort, then the least estimated cost per
+ * message. */
+static int ucp_ep_select_am_lane(ucp_worker_h worker, const ucp_unpacked_address_t *addr,
+                                 int to_self, int same_host,
+                                 ucp_worker_iface_t **wiface_p,
+                                 const ucp_address_entry_t **entry_p)
+{
+    int preferred, best_preferred = 0;
+    const ucp_address_entry_t *e;
+    ucp_worker_iface_t *wiface;
+    double cost, best = 0;
+    unsigned i;
+
+    *wiface_p = NULL;
     for (i = 0; i < worker->num_ifaces; ++i) {
-        const char *local = context->rscs[worker->ifaces[i].rsc_index].desc.tl_name;
-        if ((tl_name != NULL) && strcmp(local, tl_name)) {
+        wiface = &worker->ifaces[i];
+        e      = ucp_worker_iface_reachable_entry(wiface, addr);
+        if (e == NULL) {
             continue;
         }
-        for (j = 0; j < addr->num_entries; ++j) {
-            e = &addr->entries[j];
-            if (strcmp(e->tl_name, local) ||
-                (e->dev_addr_len != worker->ifaces[i].attr.device_addr_len) ||
-                (e->iface_addr_len != worker->ifaces[i].attr.iface_addr_len)) {
-                continue;
-            }
-            if (uct_iface_is_reachable(worker->ifaces[i].iface, e->dev_addr,
-                                       e->iface_addr)) {
-                *wiface_p = &worker->ifaces[i];
-                *entry_p  = e;
-                return 1;
-            }
+        preferred = ucp_ep_am_lane_preferred(&worker->context->rscs[wiface->rsc_index],
+                                             to_self, same_host);
+        cost      = ucp_ep_am_lane_cost(&wiface->attr);
+        ucs_trace("ucp: worker %s: %s reaches uuid 0x%llx, %.0f ns per message%s",
+                  worker->name, e->tl_name, (unsigned long long)addr->uuid, cost * 1e9,
+                  preferred ? "" : " (last resort)");
+        if ((*wiface_p == NULL) || (preferred > best_preferred) ||
+            ((preferred == best_preferred) && (cost < best))) {
+            *wiface_p      = wiface;
+            *entry_p       = e;
+            best           = cost;
+            best_preferred = preferred;
         }
     }
-    return 0;
+    return *wiface_p != NULL;
 }
 
 ucp_ep_h ucp_ep_alloc(ucp_worker_h worker, unsigned ep_flags)
@@ -92,13 +124,8 @@ ucs_status_t ucp_ep_connect_lanes(ucp_ep_h ep, const ucp_unpacked_address_t *add
     ucs_sys_get_boot_id(boot_id);
     same_host = !memcmp(boot_id, addr->boot_id, sizeof(boot_id));
 
-    /* Cheapest first: self for our own worker, shared memory on this host,
-     * then the network; anything else reachable as a last resort. */
-    if (!((loopback && (addr->uuid == worker->uuid) &&
-           ucp_ep_try_tl(worker, addr, "self", &wiface, &entry)) ||
-          (same_host && ucp_ep_try_tl(worker, addr, "posix", &wiface, &entry)) ||
-          ucp_ep_try_tl(worker, addr, "tcp", &wiface, &entry) ||
-          ucp_ep_try_tl(worker, addr, NULL, &wiface, &entry))) {
+    if (!ucp_ep_select_am_lane(worker, addr, loopback && (addr->uuid == worker->uuid),
+                               same_host, &wiface, &entry)) {
         ucs_error("ucp: no transport of worker %s reaches the peer (uuid 0x%llx, "
                   "%u address entries)", worker->name,
                   (unsigned long long)addr->uuid, addr->num_entries);

@@ -383,10 +383,14 @@ struct ucp_worker {
     char               name[UCP_ENTITY_NAME_MAX];
     void               *address;     /* our packed address, for wireup */
     size_t             address_len;
-    uct_iface_h        mt_iface;     /* cuda_copy, for staging copies */
+    uct_iface_h mt_iface; /* copies between host and device
+                             memory (ucp_memtype.c) */
     uct_ep_h           mt_ep;
-    ucp_worker_iface_t rma_iface;    /* cuda_ipc for rendezvous (iface NULL
-                                        when not selected) */
+    uct_md_h mt_md;                    /* mt_iface's md: fragment memory */
+    unsigned mt_rsc_index;             /* mt_iface's resource */
+    ucp_worker_iface_t rma_iface;      /* reads and writes peers' device memory
+                                          for rendezvous (iface NULL when no
+                                          transport does) */
     ucp_worker_iface_t host_rma_iface; /* reads peers' host memory for
                                           rendezvous (ucp_rndv_host.c);
                                           iface NULL when none */
@@ -600,6 +604,15 @@ ucs_status_ptr_t ucp_ep_flush_internal(ucp_ep_h ep,
 ucs_status_t ucp_worker_iface_open(ucp_worker_h worker, unsigned rsc_index,
                                    uct_iface_params_t *params,
                                    ucp_worker_iface_t *wiface);
+
+/**
+ * The first entry of @a addr that @a wiface can connect to: one of the same
+ * transport (the address names the transport that packed it), with address
+ * lengths of ours, that the iface calls reachable; NULL when none is.
+ */
+const ucp_address_entry_t *
+ucp_worker_iface_reachable_entry(const ucp_worker_iface_t *wiface,
+                                 const ucp_unpacked_address_t *addr);
 
 /**
  * An ep of @a wiface to the peer of @a addr: through the first entry of

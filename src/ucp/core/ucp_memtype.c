@@ -22,8 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UCP_MEMTYPE_COPY_TL "cuda_copy"
-#define UCP_MEMTYPE_COPY_MD "cuda_cpy"
+/* How a user makes a staging copier available (error messages). */
+#define UCP_MEMTYPE_COPY_HINT                                                            \
+    "a transport that copies device memory (UCX_TLS with cuda or cuda_copy)"
 
 /* The process-wide cache: set once a context found the cuda_copy transport. */
 static ucs_memtype_cache_t *ucp_memtype_cache;
@@ -47,48 +48,92 @@ static ucs_memory_type_t ucp_memtype_cache_lookup(const void *buffer,
     return UCS_MEMORY_TYPE_HOST;
 }
 
+/* A staging copier's domain: it detects and reaches memory other than host
+ * memory, registers host memory for the other side of a copy, and works on
+ * local memory alone (no remote key). Chosen by these capabilities, never by
+ * name (cuda_copy today). */
+static int ucp_memtype_copy_md_fits(const uct_md_attr_t *attr)
+{
+    const uint64_t host = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+
+    return (attr->cap.flags & UCT_MD_FLAG_REG) &&
+           !(attr->cap.flags & UCT_MD_FLAG_NEED_RKEY) &&
+           (attr->cap.access_mem_types & ~host) && (attr->cap.reg_mem_types & host) &&
+           (attr->cap.detect_mem_types != 0);
+}
+
 static int ucp_memtype_copy_rsc(ucp_context_h context)
 {
     unsigned i;
 
     for (i = 0; i < context->num_rscs; ++i) {
-        if (!strcmp(context->rscs[i].desc.tl_name, UCP_MEMTYPE_COPY_TL)) {
+        if (ucp_memtype_copy_md_fits(&context->mds[context->rscs[i].md_index].attr)) {
             return (int)i;
         }
     }
     return -1;
 }
 
-/* UCX_TLS without cuda_copy still must not take device memory for host
- * memory: open the cuda_cpy md for detection only (it feeds the memtype
- * cache from ucm's events and queries the driver on a miss). */
+/* Open md @a name of @a component and keep it as the detection md when it
+ * detects device memory; UCS_OK when kept. */
+static ucs_status_t ucp_memtype_try_detect_md(ucp_context_h context,
+                                              uct_component_h component, const char *name)
+{
+    uct_md_config_t *md_config;
+    uct_md_attr_t attr;
+    ucs_status_t status;
+    uct_md_h md;
+
+    if (uct_md_config_read(component, NULL, NULL, &md_config) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    status = uct_md_open(component, name, md_config, &md);
+    uct_config_release(md_config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if ((uct_md_query(md, &attr) != UCS_OK) || !ucp_memtype_copy_md_fits(&attr)) {
+        uct_md_close(md);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    ucs_debug("ucp: md %s detects device memory for this context", name);
+    context->mt_detect_md = md;
+    return UCS_OK;
+}
+
+/* UCX_TLS without a staging copier still must not take device memory for
+ * host memory: open a domain that detects it, for detection only (it feeds
+ * the memtype cache from ucm's events and queries the driver on a miss). */
 static void ucp_memtype_open_detect_md(ucp_context_h context)
 {
+    uct_md_resource_desc_t *mds;
     uct_component_h *components;
     uct_component_attr_t attr;
-    uct_md_config_t *md_config;
-    unsigned num, i;
+    unsigned num, i, j;
 
     if (uct_query_components(&components, &num) != UCS_OK) {
         return;
     }
-    for (i = 0; i < num; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME |
-                          UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+    for (i = 0; (i < num) && (context->mt_detect_md == NULL); ++i) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
         if ((uct_component_query(components[i], &attr) != UCS_OK) ||
-            strcmp(attr.name, UCP_MEMTYPE_COPY_MD) ||
             (attr.md_resource_count == 0)) {
             continue;
         }
-        if (uct_md_config_read(components[i], NULL, NULL, &md_config) != UCS_OK) {
+        mds = calloc(attr.md_resource_count, sizeof(*mds));
+        if (mds == NULL) {
             break;
         }
-        if (uct_md_open(components[i], UCP_MEMTYPE_COPY_MD, md_config,
-                        &context->mt_detect_md) != UCS_OK) {
-            context->mt_detect_md = NULL;
+        attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+        attr.md_resources = mds;
+        if (uct_component_query(components[i], &attr) == UCS_OK) {
+            for (j = 0; (j < attr.md_resource_count) &&
+                        (ucp_memtype_try_detect_md(context, components[i],
+                                                   mds[j].md_name) != UCS_OK);
+                 ++j) {
+            }
         }
-        uct_config_release(md_config);
-        break;
+        free(mds);
     }
     uct_release_component_list(components);
 }
@@ -127,15 +172,15 @@ void ucp_memtype_context_init(ucp_context_h context)
     if (ucp_memtype_copy_rsc(context) < 0) {
         ucp_memtype_open_detect_md(context);
         if (context->mt_detect_md == NULL) {
-            ucs_debug("ucp: no %s md: every buffer is host memory",
-                      UCP_MEMTYPE_COPY_MD);
+            ucs_debug("ucp: no domain detects device memory: every buffer is "
+                      "host memory");
             return;
         }
-        ucs_debug("ucp: %s excluded by UCX_TLS: device memory is detected "
-                  "and refused", UCP_MEMTYPE_COPY_TL);
+        ucs_debug("ucp: no staging copier among the transports (UCX_TLS): "
+                  "device memory is detected and refused");
     }
-    /* The cuda_cpy md, opened by this context and kept open as long as it,
-     * attached the global cache to ucm's CUDA events
+    /* The detecting md, opened by this context and kept open as long as it,
+     * attached the global cache to ucm's device memory events
      * (ucm_memtype_cache_attach); a miss costs one driver query. */
     status = ucs_memtype_cache_get_global(&cache);
     if (status != UCS_OK) {
@@ -193,6 +238,8 @@ ucs_status_t ucp_memtype_worker_init(ucp_worker_h worker)
     if (status != UCS_OK) {
         goto err_iface;
     }
+    worker->mt_md        = md;
+    worker->mt_rsc_index = (unsigned)rsc_index;
     return UCS_OK;
 
 err_iface:
@@ -215,6 +262,7 @@ void ucp_memtype_worker_cleanup(ucp_worker_h worker)
         uct_iface_close(worker->mt_iface);
         worker->mt_iface = NULL;
     }
+    worker->mt_md = NULL;
 }
 
 static void ucp_memtype_copy_done(uct_completion_t *comp)
@@ -229,8 +277,8 @@ ucs_status_t ucp_memtype_copy_start(ucp_worker_h worker, void *dst,
     uct_iov_t iov;
 
     if (worker->mt_ep == NULL) {
-        ucs_error("ucp: device memory needs the %s transport (not available "
-                  "or excluded by UCX_TLS)", UCP_MEMTYPE_COPY_TL);
+        ucs_error("ucp: device memory needs %s: none is available",
+                  UCP_MEMTYPE_COPY_HINT);
         return UCS_ERR_UNSUPPORTED;
     }
     /* cuda_copy's put copies the local iov to remote_addr; both are our
@@ -381,9 +429,8 @@ static ucs_status_t ucp_memtype_stage(ucp_request_t *req,
         return UCS_OK;
     }
     if (req->worker->mt_ep == NULL) {
-        ucs_error("ucp: %s memory at %p needs the %s transport (not available "
-                  "or excluded by UCX_TLS)", ucs_memory_type_names[mem_type],
-                  req->dt.buffer, UCP_MEMTYPE_COPY_TL);
+        ucs_error("ucp: %s memory at %p needs %s: none is available",
+                  ucs_memory_type_names[mem_type], req->dt.buffer, UCP_MEMTYPE_COPY_HINT);
         return UCS_ERR_UNSUPPORTED;
     }
     b = malloc(sizeof(*b) + ((req->dt.length == 0) ? 1 : req->dt.length));

@@ -80,14 +80,13 @@ ucs_status_t ucp_worker_iface_open(ucp_worker_h worker, unsigned rsc_index,
     return UCS_OK;
 }
 
-uct_ep_h ucp_worker_iface_connect(const ucp_worker_iface_t *wiface,
-                                  const ucp_unpacked_address_t *addr)
+const ucp_address_entry_t *
+ucp_worker_iface_reachable_entry(const ucp_worker_iface_t *wiface,
+                                 const ucp_unpacked_address_t *addr)
 {
     const char *tl_name =
             wiface->worker->context->rscs[wiface->rsc_index].desc.tl_name;
     const ucp_address_entry_t *e;
-    uct_ep_params_t params;
-    uct_ep_h ep;
     unsigned i;
 
     for (i = 0; i < addr->num_entries; ++i) {
@@ -99,15 +98,28 @@ uct_ep_h ucp_worker_iface_connect(const ucp_worker_iface_t *wiface,
             !uct_iface_is_reachable(wiface->iface, e->dev_addr, e->iface_addr)) {
             continue;
         }
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = wiface->iface;
-        params.dev_addr   = e->dev_addr;
-        params.iface_addr = e->iface_addr;
-        return (uct_ep_create(&params, &ep) == UCS_OK) ? ep : NULL;
+        return e;
     }
     return NULL;
+}
+
+uct_ep_h ucp_worker_iface_connect(const ucp_worker_iface_t *wiface,
+                                  const ucp_unpacked_address_t *addr)
+{
+    const ucp_address_entry_t *e = ucp_worker_iface_reachable_entry(wiface, addr);
+    uct_ep_params_t params;
+    uct_ep_h ep;
+
+    if (e == NULL) {
+        return NULL;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = wiface->iface;
+    params.dev_addr   = e->dev_addr;
+    params.iface_addr = e->iface_addr;
+    return (uct_ep_create(&params, &ep) == UCS_OK) ? ep : NULL;
 }
 
 static ucs_status_t ucp_worker_open_iface(ucp_worker_h worker, unsigned rsc_index)

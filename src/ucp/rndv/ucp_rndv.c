@@ -16,55 +16,50 @@
 #include <string.h>
 #include <unistd.h>
 
-#define UCP_RNDV_RMA_TL          "cuda_ipc"
 #define UCP_RNDV_KEEPALIVE_NS    100000000ull
 #define UCP_RNDV_DRAIN_TIMEOUT_NS 10000000000ull
 
-/* ---- the cuda_ipc lane --------------------------------------------------- */
+/* ---- the device-memory lane ---------------------------------------------- */
 
-static int ucp_rndv_find_md(ucp_context_h context, const char *name)
+/* A domain that registers device memory for other processes: its keys
+ * export the memory (a remote key is needed), and it reaches what it
+ * registers. */
+static int ucp_rndv_device_md_fits(const uct_md_attr_t *attr)
 {
-    unsigned i;
+    const uint64_t device = ~UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    const uint64_t needed = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
 
-    for (i = 0; i < context->num_mds; ++i) {
-        if (!strcmp(context->mds[i].md_name, name)) {
-            return (int)i;
-        }
-    }
-    return -1;
+    return ((attr->cap.flags & needed) == needed) &&
+           (attr->cap.reg_mem_types & attr->cap.access_mem_types & device) &&
+           (attr->rkey_packed_size > 0);
 }
 
 static void ucp_rndv_open_rma_iface(ucp_worker_h worker)
 {
-    ucp_context_h context      = worker->context;
-    ucp_worker_iface_t *wiface = &worker->rma_iface;
-    uct_iface_params_t params;
+    ucp_context_h context = worker->context;
     const ucp_tl_rsc_t *rsc;
-    unsigned i;
 
-    for (i = 0; i < context->num_rscs; ++i) {
-        if (!strcmp(context->rscs[i].desc.tl_name, UCP_RNDV_RMA_TL)) {
-            break;
-        }
-    }
-    if (i == context->num_rscs) {
+    ucp_rndv_lane_select(worker, ucp_rndv_device_md_fits,
+                         UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
+                             UCT_IFACE_FLAG_CONNECT_TO_IFACE,
+                         &worker->rma_iface);
+    if (worker->rma_iface.iface == NULL) {
+        ucs_debug("ucp: worker %s: no transport reaches peers' device memory",
+                  worker->name);
         return;
     }
-    memset(&params, 0, sizeof(params));
-    if (ucp_worker_iface_open(worker, i, &params, wiface) != UCS_OK) {
-        return;
-    }
-    rsc = &context->rscs[i];
+    rsc                         = &context->rscs[worker->rma_iface.rsc_index];
     worker->rndv->ipc_md        = context->mds[rsc->md_index].md;
     worker->rndv->ipc_component = context->mds[rsc->md_index].component;
     worker->rndv->key_size      = context->mds[rsc->md_index].attr.rkey_packed_size;
     worker->rndv->tx_key.bytes  = calloc(1, worker->rndv->key_size + 1);
+    ucs_debug("ucp: worker %s: device rendezvous lane %s/%s", worker->name,
+              rsc->desc.tl_name, rsc->desc.dev_name);
 }
 
 ucs_status_t ucp_rndv_worker_init(ucp_worker_h worker)
 {
     ucp_rndv_worker_t *rw;
-    int md_index;
 
     rw = calloc(1, sizeof(*rw));
     if (rw == NULL) {
@@ -75,10 +70,8 @@ ucs_status_t ucp_rndv_worker_init(ucp_worker_h worker)
     ucs_list_head_init(&rw->free_reqs);
     ucs_list_head_init(&rw->free_ops);
     worker->rndv = rw;
-    md_index = ucp_rndv_find_md(worker->context, "cuda_cpy");
-    if ((md_index >= 0) && (worker->mt_ep != NULL)) {
-        rw->copy_md = worker->context->mds[md_index].md;
-    }
+    /* Fragments live in memory of the staging copier's domain. */
+    rw->copy_md = (worker->mt_ep != NULL) ? worker->mt_md : NULL;
     ucp_rndv_open_rma_iface(worker);
     ucp_rndv_host_lane_open(worker);
     return UCS_OK;
@@ -154,7 +147,7 @@ void ucp_rndv_worker_close_iface(ucp_worker_h worker)
     }
 }
 
-/* The cuda_ipc lane to a peer on this host that offers one. */
+/* The device lane to a peer on this host that offers one. */
 static void ucp_rndv_ep_connect_rma(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
                                     int same_host)
 {
@@ -165,7 +158,7 @@ static void ucp_rndv_ep_connect_rma(ucp_ep_h ep, const ucp_unpacked_address_t *a
         return;
     }
     ep->rma_ep = ucp_worker_iface_connect(wiface, addr);
-    ucs_debug("ucp: ep %p: %s rendezvous lane %s", (void*)ep, UCP_RNDV_RMA_TL,
+    ucs_debug("ucp: ep %p: device rendezvous lane %s", (void *)ep,
               (ep->rma_ep != NULL) ? "connected" : "not connected");
 }
 

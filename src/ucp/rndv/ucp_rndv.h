@@ -292,6 +292,18 @@ void ucp_rndv_warn_import_failed(ucs_status_t status);
 
 /* ---- ucp_rndv_host.c: the host-memory lane ------------------------------ */
 
+/** Whether a resource's md fits a rendezvous lane. */
+typedef int (*ucp_rndv_md_fits_func_t)(const uct_md_attr_t *attr);
+
+/**
+ * Open, into @a best, the rendezvous lane of the highest bandwidth among the
+ * resources that no other iface of @a worker uses, whose md @a md_fits and
+ * whose iface has every capability flag of @a needed; @a best->iface is NULL
+ * when none does.
+ */
+void ucp_rndv_lane_select(ucp_worker_h worker, ucp_rndv_md_fits_func_t md_fits,
+                          uint64_t needed, ucp_worker_iface_t *best);
+
 /** Choose and open the host lane (after the messaging ifaces are open). */
 void ucp_rndv_host_lane_open(ucp_worker_h worker);
 void ucp_rndv_host_lane_close(ucp_worker_h worker);

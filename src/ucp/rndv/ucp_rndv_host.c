@@ -3,16 +3,20 @@
 #endif
 
 /*
- * The host-memory lane of the rendezvous: a transport that reads a peer's
- * host memory in one copy (cma today), used for host -> host messages so
- * that the data is not copied twice through the messaging transport.
+ * The rendezvous lanes besides messaging, chosen from what the transports
+ * report, never by name (ucp_rndv_lane_select): among the resources the
+ * worker does not already use, those whose md fits the lane and whose iface
+ * has the operations it needs; of several, the one with the highest
+ * bandwidth. The device lane (ucp_rndv.c) reads and writes peers' device
+ * memory through exported keys (cuda_ipc today).
  *
- * It is chosen from what the transports report, never by name: among the
- * resources the worker does not already use for messaging, one whose md
- * registers and reaches host memory and whose iface offers get zcopy to an
- * iface address; of several, the one with the highest bandwidth. An ep gets
- * the lane when the peer's address has an entry of that transport that the
- * transport calls reachable (for cma: the kernel lets us read the peer).
+ * The host-memory lane, here: a transport that reads a peer's host memory in
+ * one copy (cma today), used for host -> host messages so that the data is
+ * not copied twice through the messaging transport; its md registers and
+ * reaches host memory, its iface offers get zcopy to an iface address. An
+ * ep gets the lane when the peer's address has an entry of that transport
+ * that the transport calls reachable (for cma: the kernel lets us read the
+ * peer).
  */
 
 #include <ucp/rndv/ucp_rndv_int.h>
@@ -20,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int ucp_rndv_host_rsc_in_use(ucp_worker_h worker, unsigned rsc_index)
+static int ucp_rndv_lane_rsc_in_use(ucp_worker_h worker, unsigned rsc_index)
 {
     unsigned i;
 
@@ -33,24 +37,15 @@ static int ucp_rndv_host_rsc_in_use(ucp_worker_h worker, unsigned rsc_index)
            (worker->rma_iface.rsc_index == rsc_index);
 }
 
-static int ucp_rndv_host_md_fits(const uct_md_attr_t *attr)
-{
-    const uint64_t host = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-
-    return (attr->cap.flags & UCT_MD_FLAG_REG) && (attr->cap.reg_mem_types & host) &&
-           (attr->cap.access_mem_types & host) && (attr->rkey_packed_size > 0);
-}
-
-static double ucp_rndv_host_bandwidth(const uct_iface_attr_t *attr)
+static double ucp_rndv_lane_bandwidth(const uct_iface_attr_t *attr)
 {
     return attr->bandwidth.dedicated + attr->bandwidth.shared;
 }
 
-/* Open resource @a i as a candidate; UCS_OK when it fits the lane. */
-static ucs_status_t ucp_rndv_host_try_open(ucp_worker_h worker, unsigned i,
-                                           ucp_worker_iface_t *wiface)
+/* Open resource @a i as a candidate; UCS_OK when its iface has @a needed. */
+static ucs_status_t ucp_rndv_lane_try_open(ucp_worker_h worker, unsigned i,
+                                           uint64_t needed, ucp_worker_iface_t *wiface)
 {
-    const uint64_t needed = UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     uct_iface_params_t params;
     ucs_status_t status;
 
@@ -67,11 +62,10 @@ static ucs_status_t ucp_rndv_host_try_open(ucp_worker_h worker, unsigned i,
     return UCS_OK;
 }
 
-void ucp_rndv_host_lane_open(ucp_worker_h worker)
+void ucp_rndv_lane_select(ucp_worker_h worker, ucp_rndv_md_fits_func_t md_fits,
+                          uint64_t needed, ucp_worker_iface_t *best)
 {
-    ucp_context_h context    = worker->context;
-    ucp_worker_iface_t *best = &worker->host_rma_iface;
-    ucp_rndv_worker_t *rw    = worker->rndv;
+    ucp_context_h context = worker->context;
     ucp_worker_iface_t cand;
     const ucp_tl_rsc_t *rsc;
     unsigned i;
@@ -79,16 +73,16 @@ void ucp_rndv_host_lane_open(ucp_worker_h worker)
     memset(best, 0, sizeof(*best));
     for (i = 0; i < context->num_rscs; ++i) {
         rsc = &context->rscs[i];
-        if (ucp_rndv_host_rsc_in_use(worker, i) ||
-            !ucp_rndv_host_md_fits(&context->mds[rsc->md_index].attr)) {
+        if (ucp_rndv_lane_rsc_in_use(worker, i) ||
+            !md_fits(&context->mds[rsc->md_index].attr)) {
             continue;
         }
         memset(&cand, 0, sizeof(cand));
-        if (ucp_rndv_host_try_open(worker, i, &cand) != UCS_OK) {
+        if (ucp_rndv_lane_try_open(worker, i, needed, &cand) != UCS_OK) {
             continue;
         }
-        if ((best->iface != NULL) &&
-            (ucp_rndv_host_bandwidth(&best->attr) >= ucp_rndv_host_bandwidth(&cand.attr))) {
+        if ((best->iface != NULL) && (ucp_rndv_lane_bandwidth(&best->attr) >=
+                                      ucp_rndv_lane_bandwidth(&cand.attr))) {
             uct_iface_close(cand.iface);
             continue;
         }
@@ -97,18 +91,42 @@ void ucp_rndv_host_lane_open(ucp_worker_h worker)
         }
         *best = cand;
     }
-    if (best->iface == NULL) {
+    if (best->iface != NULL) {
+        rsc = &context->rscs[best->rsc_index];
+        ucs_debug("ucp: worker %s: rendezvous lane candidate %s/%s chosen (%.1f GB/s)",
+                  worker->name, rsc->desc.tl_name, rsc->desc.dev_name,
+                  ucp_rndv_lane_bandwidth(&best->attr) / 1e9);
+    }
+}
+
+static int ucp_rndv_host_md_fits(const uct_md_attr_t *attr)
+{
+    const uint64_t host = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+
+    return (attr->cap.flags & UCT_MD_FLAG_REG) && (attr->cap.reg_mem_types & host) &&
+           (attr->cap.access_mem_types & host) && (attr->rkey_packed_size > 0);
+}
+
+void ucp_rndv_host_lane_open(ucp_worker_h worker)
+{
+    ucp_context_h context = worker->context;
+    ucp_rndv_worker_t *rw = worker->rndv;
+    const ucp_tl_rsc_t *rsc;
+
+    ucp_rndv_lane_select(worker, ucp_rndv_host_md_fits,
+                         UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_CONNECT_TO_IFACE,
+                         &worker->host_rma_iface);
+    if (worker->host_rma_iface.iface == NULL) {
         ucs_debug("ucp: worker %s: no transport reads host memory of a peer; "
                   "host rendezvous goes through active messages", worker->name);
         return;
     }
-    rsc                  = &context->rscs[best->rsc_index];
-    rw->host_md          = context->mds[rsc->md_index].md;
-    rw->host_component   = context->mds[rsc->md_index].component;
-    rw->host_key_size    = context->mds[rsc->md_index].attr.rkey_packed_size;
-    ucs_debug("ucp: worker %s: host rendezvous lane %s/%s (%.1f GB/s)", worker->name,
-              rsc->desc.tl_name, rsc->desc.dev_name,
-              ucp_rndv_host_bandwidth(&best->attr) / 1e9);
+    rsc                = &context->rscs[worker->host_rma_iface.rsc_index];
+    rw->host_md        = context->mds[rsc->md_index].md;
+    rw->host_component = context->mds[rsc->md_index].component;
+    rw->host_key_size  = context->mds[rsc->md_index].attr.rkey_packed_size;
+    ucs_debug("ucp: worker %s: host rendezvous lane %s/%s", worker->name,
+              rsc->desc.tl_name, rsc->desc.dev_name);
 }
 
 void ucp_rndv_host_lane_close(ucp_worker_h worker)

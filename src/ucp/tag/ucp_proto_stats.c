@@ -31,8 +31,12 @@ const char *ucp_proto_stat_name(ucp_proto_stat_t proto)
 const char *ucp_proto_stat_transport(ucp_ep_h ep, ucp_proto_stat_t proto)
 {
     static __thread char buf[64];
-    const char *am_tl = ep->worker->context->rscs[ep->wiface->rsc_index].desc.tl_name;
-    int staged        = (ep->worker->mt_ep != NULL);
+    const ucp_tl_rsc_t *rscs = ep->worker->context->rscs;
+    const char *am_tl        = rscs[ep->wiface->rsc_index].desc.tl_name;
+    int staged               = (ep->worker->mt_ep != NULL);
+    const char *mt_tl        = staged ? rscs[ep->worker->mt_rsc_index].desc.tl_name : "-";
+    const char *rma_tl =
+        (ep->rma_ep != NULL) ? rscs[ep->worker->rma_iface.rsc_index].desc.tl_name : "-";
 
     switch (proto) {
     case UCP_PROTO_STAT_EAGER_SHORT:
@@ -45,13 +49,17 @@ const char *ucp_proto_stat_transport(ucp_ep_h ep, ucp_proto_stat_t proto)
         if (!staged) {
             return "-";
         }
-        snprintf(buf, sizeof(buf), "cuda_copy+%s", am_tl);
+        snprintf(buf, sizeof(buf), "%s+%s", mt_tl, am_tl);
         return buf;
     case UCP_PROTO_STAT_RNDV_GET:
     case UCP_PROTO_STAT_RNDV_PUT:
-        return (ep->rma_ep != NULL) ? "cuda_ipc" : "-";
+        return rma_tl;
     case UCP_PROTO_STAT_RNDV_PIPE_CUDA:
-        return ((ep->rma_ep != NULL) && staged) ? "cuda_copy+cuda_ipc" : "-";
+        if ((ep->rma_ep == NULL) || !staged) {
+            return "-";
+        }
+        snprintf(buf, sizeof(buf), "%s+%s", mt_tl, rma_tl);
+        return buf;
     default:
         return "-";
     }
