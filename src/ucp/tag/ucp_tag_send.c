@@ -254,18 +254,6 @@ static ucs_memory_type_t ucp_tag_memtype(ucp_worker_h worker, const void *buffer
     return worker->context->memtype_lookup(buffer, length);
 }
 
-static ucp_proto_stat_t ucp_tag_send_proto(const ucp_request_t *req)
-{
-    if (req->bounce != NULL) {
-        return UCP_PROTO_STAT_EAGER_STAGED;
-    } else if (req->progress == ucp_tag_progress_short) {
-        return UCP_PROTO_STAT_EAGER_SHORT;
-    } else if (req->progress == ucp_tag_progress_single) {
-        return UCP_PROTO_STAT_EAGER_BCOPY;
-    }
-    return UCP_PROTO_STAT_EAGER_MULTI;
-}
-
 /* Whether @a req (datatype and memory type known) takes rendezvous. */
 static int ucp_send_rndv_wanted(ucp_ep_h ep, const ucp_request_t *req,
                                 ucs_memory_type_t mem_type)
@@ -291,6 +279,7 @@ static ucs_status_t ucp_send_choose(ucp_request_t *req, ucp_ep_h ep, uint32_t at
     ucs_memory_type_t mem_type = req->mem_type;
     ucp_datatype_t datatype    = req->dt.datatype;
     size_t hdr_len, total;
+    ucp_proto_stat_t proto;
     ucs_status_t status;
 
     if ((req->u.send.kind == UCP_SEND_KIND_STREAM) ||
@@ -350,13 +339,16 @@ static ucs_status_t ucp_send_choose(ucp_request_t *req, ucp_ep_h ep, uint32_t at
         (req->dt.length <= ep->max_short) && (req->dt.generic == NULL) &&
         ((req->dt.datatype & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG)) {
         req->progress = ucp_tag_progress_short;
+        proto         = UCP_PROTO_STAT_EAGER_SHORT;
     } else if (total + hdr_len <= ep->max_bcopy) {
         req->progress = ucp_tag_progress_single;
+        proto         = UCP_PROTO_STAT_EAGER_BCOPY;
     } else {
         req->progress       = ucp_tag_progress_multi;
         req->u.send.msg_id  = worker->next_msg_id++;
+        proto               = UCP_PROTO_STAT_EAGER_MULTI;
     }
-    ++worker->proto_stats[ucp_tag_send_proto(req)];
+    ++worker->proto_stats[(req->bounce != NULL) ? UCP_PROTO_STAT_EAGER_STAGED : proto];
     ucs_trace_req("ucp: send %p on ep %s: %zu bytes, kind %u, word 0x%llx",
                   (void*)req, ep->name, total, req->u.send.kind,
                   (unsigned long long)req->u.send.tag);
