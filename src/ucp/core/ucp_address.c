@@ -8,7 +8,7 @@
  *
  *   header   magic u32 "UCPA", version u16, num_entries u16, length u32
  *            (whole blob), checksum u32 (over the blob with this field 0),
- *            boot_id[16], uuid u64, pid u32, length_check u32 (~length),
+ *            node_id[16], uuid u64, pid u32, length_check u32 (~length),
  *            pid_ns u64
  *   entry    tl_len u8, tl_name, comp_len u8, component name, dev_type u8,
  *            dev_len u16, device address, iface_len u16, iface address
@@ -36,12 +36,12 @@ typedef struct {
     uint16_t num_entries;
     uint32_t length;
     uint32_t checksum;
-    uint8_t  boot_id[16];
+    uint8_t node_id[16];
     uint64_t uuid;
     uint32_t pid;
     uint32_t length_check; /* ~length: a corrupt length is caught before
                               anything beyond the header is read */
-    uint64_t pid_ns;       /* with boot_id, says whether pid names the
+    uint64_t pid_ns;       /* with node_id, says whether pid names the
                               peer here (its liveness in /proc) */
 } ucp_address_header_t;
 
@@ -125,7 +125,7 @@ ucs_status_t ucp_address_pack(ucp_worker_h worker, uint32_t flags,
     hdr.uuid        = worker->uuid;
     hdr.pid         = (uint32_t)getpid();
     hdr.pid_ns      = ucs_sys_get_pid_ns();
-    ucs_sys_get_boot_id(hdr.boot_id);
+    ucs_sys_get_node_id(hdr.node_id);
 
     p = buf + sizeof(hdr);
     for (i = 0; i < ucp_address_num_ifaces(worker); ++i) {
@@ -285,7 +285,7 @@ ucs_status_t ucp_address_unpack(const void *buffer, size_t length,
         return UCS_ERR_INVALID_ADDR;
     }
 
-    memcpy(addr->boot_id, hdr.boot_id, sizeof(addr->boot_id));
+    memcpy(addr->node_id, hdr.node_id, sizeof(addr->node_id));
     addr->uuid        = hdr.uuid;
     addr->pid         = hdr.pid;
     addr->pid_ns      = hdr.pid_ns;

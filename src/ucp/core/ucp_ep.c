@@ -118,11 +118,11 @@ ucs_status_t ucp_ep_connect_lanes(ucp_ep_h ep, const ucp_unpacked_address_t *add
     ucp_worker_iface_t *wiface       = NULL;
     uct_ep_params_t params;
     ucs_status_t status;
-    uint8_t boot_id[16];
+    uint8_t node_id[16];
     int same_host;
 
-    ucs_sys_get_boot_id(boot_id);
-    same_host = !memcmp(boot_id, addr->boot_id, sizeof(boot_id));
+    ucs_sys_get_node_id(node_id);
+    same_host = !memcmp(node_id, addr->node_id, sizeof(node_id));
 
     if (!ucp_ep_select_am_lane(worker, addr, loopback && (addr->uuid == worker->uuid),
                                same_host, &wiface, &entry)) {

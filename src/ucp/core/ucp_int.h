@@ -540,7 +540,7 @@ typedef struct ucp_address_entry {
 #define UCP_ADDRESS_MAX_ENTRIES 64
 
 typedef struct ucp_unpacked_address {
-    uint8_t             boot_id[16];
+    uint8_t node_id[16];
     uint64_t            uuid;
     uint32_t            pid;
     uint64_t            pid_ns;

@@ -52,6 +52,12 @@ const char *ucp_proto_stat_transport(ucp_ep_h ep, ucp_proto_stat_t proto)
         snprintf(buf, sizeof(buf), "%s+%s", mt_tl, am_tl);
         return buf;
     case UCP_PROTO_STAT_RNDV_GET:
+        /* One counter for both lanes: the device lane where the ep has one
+         * (it moves what the counter is mostly about), else the host lane. */
+        if ((ep->rma_ep == NULL) && (ep->host_rma_ep != NULL)) {
+            return rscs[ep->worker->host_rma_iface.rsc_index].desc.tl_name;
+        }
+        return rma_tl;
     case UCP_PROTO_STAT_RNDV_PUT:
         return rma_tl;
     case UCP_PROTO_STAT_RNDV_PIPE_CUDA:

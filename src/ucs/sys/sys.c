@@ -88,6 +88,28 @@ ucs_status_t ucs_sys_get_boot_id(uint8_t id[16])
     return ucs_sys_boot_id_status;
 }
 
+ucs_status_t ucs_sys_get_node_id(uint8_t id[16])
+{
+    uint64_t mix[2] = {0, 0};
+    struct stat st;
+    ucs_status_t status;
+    unsigned i;
+
+    status = ucs_sys_get_boot_id(id);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (stat("/proc/self/ns/net", &st) == 0) {
+        /* Spread the namespace's device and inode over all 16 bytes. */
+        mix[0] = ((uint64_t)st.st_ino * 0x9e3779b97f4a7c15ull) ^ (uint64_t)st.st_dev;
+        mix[1] = ((uint64_t)st.st_dev * 0xc2b2ae3d27d4eb4full) ^ (uint64_t)st.st_ino;
+    }
+    for (i = 0; i < 16; ++i) {
+        id[i] ^= (uint8_t)(mix[i / 8] >> (8 * (i % 8)));
+    }
+    return UCS_OK;
+}
+
 const char *ucs_sys_get_host_name(void)
 {
     pthread_once(&ucs_sys_once, ucs_sys_init_once);

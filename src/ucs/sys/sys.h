@@ -24,6 +24,21 @@ BEGIN_C_DECLS
  */
 ucs_status_t ucs_sys_get_boot_id(uint8_t id[16]);
 
+/**
+ * Identity of the node this process runs on, as 128 bits: the boot id
+ * (ucs_sys_get_boot_id()) mixed with the network namespace. Two processes
+ * are on one node, and may use shared memory and CUDA IPC between them,
+ * when their node ids are equal. The network namespace is part of it
+ * because shared memory signals through abstract unix sockets, which a
+ * network namespace scopes, and because emulated hosts (one namespace each)
+ * must look like separate machines. Without a readable namespace the boot
+ * id alone decides.
+ *
+ * @param [out] id  16 bytes.
+ * @return UCS_OK, or UCS_ERR_IO_ERROR if the kernel gives no boot id.
+ */
+ucs_status_t ucs_sys_get_node_id(uint8_t id[16]);
+
 /** Host name, truncated to fit; never fails (falls back to "localhost"). */
 const char *ucs_sys_get_host_name(void);
 

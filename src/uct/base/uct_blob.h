@@ -55,17 +55,18 @@ static inline uint64_t uct_fnv1a64(uint64_t hash, const void *data, size_t lengt
     return hash;
 }
 
-/** Boot id and PID namespace hashed: equal exactly for processes whose pids
- *  name the same processes. Not cached, so that it stays right in a child
- *  of fork() that callers combine with its own pid. */
+/** Node id (ucs_sys_get_node_id()) and PID namespace hashed: equal exactly
+ *  for processes of one node whose pids name the same processes. Not cached,
+ *  so that it stays right in a child of fork() that callers combine with its
+ *  own pid. */
 static inline uint64_t uct_blob_node_id(void)
 {
-    uint8_t boot_id[16] = {0};
+    uint8_t node_id[16] = {0};
     uint64_t pid_ns     = ucs_sys_get_pid_ns();
 
-    (void)ucs_sys_get_boot_id(boot_id);
-    return uct_fnv1a64(uct_fnv1a64(UCT_FNV1A64_INIT, boot_id, sizeof(boot_id)),
-                       &pid_ns, sizeof(pid_ns));
+    (void)ucs_sys_get_node_id(node_id);
+    return uct_fnv1a64(uct_fnv1a64(UCT_FNV1A64_INIT, node_id, sizeof(node_id)), &pid_ns,
+                       sizeof(pid_ns));
 }
 
 END_C_DECLS

@@ -277,7 +277,7 @@ typedef struct uct_cuda_ipc_ep {
 typedef struct uct_cuda_ipc_iface_addr {
     uint32_t magic;
     uint32_t uid;
-    uint8_t  boot_id[16];
+    uint8_t node_id[16];
     uint64_t pid_ns;
 } UCS_S_PACKED uct_cuda_ipc_iface_addr_t;
 

@@ -140,7 +140,7 @@ typedef struct {
     uint32_t pid;
     uint32_t uid;
     uint64_t pid_ns;
-    uint8_t  boot_id[16];
+    uint8_t node_id[16];
 } uct_cuda_ipc_owner_t;
 
 static uct_cuda_ipc_owner_t uct_cuda_ipc_owner;
@@ -169,7 +169,7 @@ void uct_cuda_ipc_fill_owner(uct_cuda_ipc_key_t *key)
             uct_cuda_ipc_owner.pid    = (uint32_t)getpid();
             uct_cuda_ipc_owner.uid    = (uint32_t)getuid();
             uct_cuda_ipc_owner.pid_ns = ucs_sys_get_pid_ns();
-            (void)ucs_sys_get_boot_id(uct_cuda_ipc_owner.boot_id);
+            (void)ucs_sys_get_node_id(uct_cuda_ipc_owner.node_id);
             __atomic_store_n(&uct_cuda_ipc_owner_valid, 1, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&uct_cuda_ipc_owner_lock);
@@ -177,7 +177,7 @@ void uct_cuda_ipc_fill_owner(uct_cuda_ipc_key_t *key)
     key->pid    = uct_cuda_ipc_owner.pid;
     key->uid    = uct_cuda_ipc_owner.uid;
     key->pid_ns = uct_cuda_ipc_owner.pid_ns;
-    memcpy(key->boot_id, uct_cuda_ipc_owner.boot_id, sizeof(key->boot_id));
+    memcpy(key->node_id, uct_cuda_ipc_owner.node_id, sizeof(key->node_id));
 }
 
 static uint64_t uct_cuda_ipc_export_hash(uct_cuda_ipc_kind_t kind, uint64_t base,

@@ -143,7 +143,7 @@ static void uct_cuda_ipc_iface_addr_fill(uct_cuda_ipc_iface_addr_t *a)
     a->magic = UCT_CUDA_IPC_ADDR_MAGIC;
     a->uid    = (uint32_t)getuid();
     a->pid_ns = ucs_sys_get_pid_ns();
-    (void)ucs_sys_get_boot_id(a->boot_id);
+    (void)ucs_sys_get_node_id(a->node_id);
 }
 
 static ucs_status_t uct_cuda_ipc_iface_get_device_address(uct_iface_h tl_iface,
@@ -182,7 +182,7 @@ static int uct_cuda_ipc_iface_is_reachable(const uct_iface_h tl_iface,
     memcpy(&a, iface_addr, sizeof(a));
     uct_cuda_ipc_iface_addr_fill(&local);
     if ((a.magic != local.magic) || (a.uid != local.uid) ||
-        memcmp(a.boot_id, local.boot_id, sizeof(a.boot_id))) {
+        memcmp(a.node_id, local.node_id, sizeof(a.node_id))) {
         return 0;
     }
     return (a.pid_ns == local.pid_ns) ||

@@ -234,7 +234,7 @@ static ucs_status_t uct_cuda_ipc_rkey_unpack(uct_component_t *component,
         status = UCS_ERR_UNREACHABLE;
         goto err_free;
     }
-    if (memcmp(local.boot_id, rkey->key.boot_id, sizeof(local.boot_id)) ||
+    if (memcmp(local.node_id, rkey->key.node_id, sizeof(local.node_id)) ||
         (local.uid != rkey->key.uid)) {
         ucs_debug("cuda_ipc: key from another host or user (uid %u)",
                   rkey->key.uid);

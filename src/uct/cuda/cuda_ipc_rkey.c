@@ -130,7 +130,7 @@ void uct_cuda_ipc_rkey_pack(const uct_cuda_ipc_key_t *key, void *buffer)
     UCT_CUDA_IPC_PUT(&c, uint32_t, key->pid);
     UCT_CUDA_IPC_PUT(&c, uint32_t, key->uid);
     UCT_CUDA_IPC_PUT(&c, uint64_t, key->pid_ns);
-    uct_cuda_ipc_put(&c, key->boot_id, sizeof(key->boot_id));
+    uct_cuda_ipc_put(&c, key->node_id, sizeof(key->node_id));
     UCT_CUDA_IPC_PUT(&c, uint32_t, key->device);
     UCT_CUDA_IPC_PUT(&c, uint32_t, 0);
     uct_cuda_ipc_put(&c, key->device_uuid, sizeof(key->device_uuid));
@@ -256,7 +256,7 @@ ucs_status_t uct_cuda_ipc_rkey_parse(const void *buffer, uct_cuda_ipc_key_t *key
     uct_cuda_ipc_get(&c, &key->pid, sizeof(key->pid));
     uct_cuda_ipc_get(&c, &key->uid, sizeof(key->uid));
     uct_cuda_ipc_get(&c, &key->pid_ns, sizeof(key->pid_ns));
-    uct_cuda_ipc_get(&c, key->boot_id, sizeof(key->boot_id));
+    uct_cuda_ipc_get(&c, key->node_id, sizeof(key->node_id));
     uct_cuda_ipc_get(&c, &key->device, sizeof(key->device));
     uct_cuda_ipc_get(&c, &reserved, sizeof(reserved));
     if (reserved != 0) {

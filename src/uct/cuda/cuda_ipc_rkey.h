@@ -78,7 +78,7 @@ typedef struct uct_cuda_ipc_key {
     uint32_t               pid;
     uint32_t               uid;
     uint64_t               pid_ns;
-    uint8_t                boot_id[16];
+    uint8_t node_id[16];
     uint32_t               device;
     uint8_t                device_uuid[16]; /**< zero: unknown (version 1) */
     uint64_t               remote_base;

@@ -857,7 +857,7 @@ TEST_F(test_uct_cuda_ipc, reachable_only_on_same_host_as_same_user)
         a.uid += 1;
         EXPECT_FALSE(reachable(*e, a)) << "another user";
         memcpy(&a, own.data(), sizeof(a));
-        a.boot_id[3] ^= 0xff;
+        a.node_id[3] ^= 0xff;
         EXPECT_FALSE(reachable(*e, a)) << "another host";
         memcpy(&a, own.data(), sizeof(a));
         a.magic = 0;

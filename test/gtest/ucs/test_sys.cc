@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <algorithm>
 #include <fstream>
@@ -23,6 +27,51 @@ TEST(ucs_sys, boot_id_matches_the_kernel_and_is_stable)
         snprintf(hex + 2 * i, 3, "%02x", id1[i]);
     }
     EXPECT_EQ(text, std::string(hex));
+}
+
+/* The node id of a forked child, after it entered a new network namespace
+ * when @a new_netns; false when the child could not. */
+static bool child_node_id(bool new_netns, uint8_t id[16])
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        return false;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        uint8_t got[16];
+        if ((new_netns && (unshare(CLONE_NEWNET) != 0)) ||
+            (ucs_sys_get_node_id(got) != UCS_OK) ||
+            (write(fds[1], got, sizeof(got)) != (ssize_t)sizeof(got))) {
+            _exit(1);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    bool ok = (read(fds[0], id, 16) == 16);
+    close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return ok && WIFEXITED(st) && (WEXITSTATUS(st) == 0);
+}
+
+/* Emulated hosts are network namespaces on one kernel: one boot id, so the
+ * node id must tell them apart, and must not tell apart two processes of
+ * one namespace. */
+TEST(ucs_sys, node_id_differs_between_network_namespaces_only)
+{
+    uint8_t mine[16], again[16], sibling[16], other_ns[16];
+
+    ASSERT_EQ(UCS_OK, ucs_sys_get_node_id(mine));
+    ASSERT_EQ(UCS_OK, ucs_sys_get_node_id(again));
+    EXPECT_EQ(0, memcmp(mine, again, sizeof(mine)));
+    ASSERT_TRUE(child_node_id(false, sibling));
+    EXPECT_EQ(0, memcmp(mine, sibling, sizeof(mine)));
+    if (!child_node_id(true, other_ns)) {
+        GTEST_SKIP() << "cannot create a network namespace here (needs root or "
+                        "user namespaces)";
+    }
+    EXPECT_NE(0, memcmp(mine, other_ns, sizeof(mine)));
 }
 
 TEST(ucs_sys, pid_namespace_and_host_are_known)

@@ -662,12 +662,12 @@ static const uct_iface_ops_t uct_mm_iface_ops = {
 static void uct_mm_iface_init_dev_addr(uct_mm_device_addr_t *dev_addr)
 {
     memset(dev_addr, 0, sizeof(*dev_addr));
-    if (ucs_sys_get_boot_id(dev_addr->boot_id) != UCS_OK) {
+    if (ucs_sys_get_node_id(dev_addr->node_id) != UCS_OK) {
         /* Without a boot id, the host name is the best identity we have. */
         const char *host = ucs_sys_get_host_name();
         size_t len       = strlen(host);
-        memcpy(dev_addr->boot_id, host,
-               (len < sizeof(dev_addr->boot_id)) ? len : sizeof(dev_addr->boot_id));
+        memcpy(dev_addr->node_id, host,
+               (len < sizeof(dev_addr->node_id)) ? len : sizeof(dev_addr->node_id));
     }
     dev_addr->pid_ns = ucs_sys_get_pid_ns();
 }

@@ -55,7 +55,7 @@ typedef struct uct_mm_iface_config {
 
 /** Device address: which kernel instance and PID namespace we run in. */
 typedef struct UCS_S_PACKED uct_mm_device_addr {
-    uint8_t  boot_id[16];
+    uint8_t node_id[16];
     uint64_t pid_ns;
 } uct_mm_device_addr_t;
 
