@@ -24,17 +24,13 @@ import sys
 import time
 import traceback
 
+import ucxx_check  # the echo server and array modules (same directory)
+
 TIMEOUT = 600
 
 
 def _xp(name):
-    if name == "numpy":
-        import numpy
-
-        return numpy
-    import cupy
-
-    return cupy
+    return ucxx_check._xp("host" if name == "numpy" else name)
 
 
 def _iters_for(size, iters):
@@ -48,28 +44,17 @@ def _server(args, q_port, q_result):
 
         ucxx.init(progress_mode=args.mode)
 
-        async def main():
-            done = asyncio.Event()
+        async def session(ep):
+            for size in args.sizes:
+                n = _iters_for(size, args.iters) + args.warmup
+                buf = xp.empty(size, dtype="u1")
+                for _ in range(n):
+                    await ep.recv(buf)
+                    await ep.send(buf)
+                for _ in range(n):
+                    await ep.am_send(await ep.am_recv())
 
-            async def handler(ep):
-                for size in args.sizes:
-                    n = _iters_for(size, args.iters) + args.warmup
-                    buf = xp.empty(size, dtype="u1")
-                    for _ in range(n):
-                        await ep.recv(buf)
-                        await ep.send(buf)
-                    for _ in range(n):
-                        await ep.am_send(await ep.am_recv())
-                await ep.recv(xp.empty(1, dtype="u1"))
-                await ep.close()
-                done.set()
-
-            listener = ucxx.create_listener(handler)
-            q_port.put(listener.port)
-            await asyncio.wait_for(done.wait(), TIMEOUT)
-            listener.close()
-
-        asyncio.run(main())
+        asyncio.run(ucxx_check.serve_once(ucxx, xp, session, q_port, TIMEOUT))
         q_result.put(None)
     except Exception:
         q_result.put(traceback.format_exc())

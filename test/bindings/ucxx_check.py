@@ -75,34 +75,40 @@ def _init(mode):
 # ---- asyncio API ------------------------------------------------------------
 
 
+async def serve_once(ucxx, xp, session, q_port, timeout=TIMEOUT):
+    """Serve one client on a new listener, whose port goes to @q_port:
+    session(ep) runs, then the server waits for the client's final 1-byte
+    message before it closes (a close with error handling is forced and
+    resets what is still in flight). Also used by ucxx_bench_am.py."""
+    done = asyncio.Event()
+
+    async def handler(ep):
+        await session(ep)
+        await ep.recv(xp.empty(1, dtype="u1"))
+        await ep.close()
+        done.set()
+
+    listener = ucxx.create_listener(handler)
+    q_port.put(listener.port)
+    await asyncio.wait_for(done.wait(), timeout)
+    listener.close()
+
+
 def _async_server(kind, mode, sizes, q_port, q_result):
     try:
         xp = _xp(kind)
         ucxx = _init(mode)
 
-        async def main():
-            done = asyncio.Event()
+        async def session(ep):
+            for size in sizes:
+                buf = xp.empty(size, dtype="u1")
+                await ep.recv(buf)
+                await ep.send(buf)
+            for _ in sizes:
+                msg = await ep.am_recv()
+                await ep.am_send(msg)
 
-            async def handler(ep):
-                for size in sizes:
-                    buf = xp.empty(size, dtype="u1")
-                    await ep.recv(buf)
-                    await ep.send(buf)
-                for _ in sizes:
-                    msg = await ep.am_recv()
-                    await ep.am_send(msg)
-                # Close only when the client has its last message: a close
-                # with error handling is forced and resets what is in flight.
-                await ep.recv(xp.empty(1, dtype="u1"))
-                await ep.close()
-                done.set()
-
-            listener = ucxx.create_listener(handler)
-            q_port.put(listener.port)
-            await asyncio.wait_for(done.wait(), TIMEOUT)
-            listener.close()
-
-        asyncio.run(main())
+        asyncio.run(serve_once(ucxx, xp, session, q_port))
         q_result.put(("server", None))
     except Exception:
         q_result.put(("server", traceback.format_exc()))

@@ -116,7 +116,6 @@ ucs_status_t ucp_ep_connect_lanes(ucp_ep_h ep, const ucp_unpacked_address_t *add
     ucp_worker_h worker              = ep->worker;
     const ucp_address_entry_t *entry = NULL;
     ucp_worker_iface_t *wiface       = NULL;
-    uct_ep_params_t params;
     ucs_status_t status;
     uint8_t node_id[16];
     int same_host;
@@ -132,13 +131,7 @@ ucs_status_t ucp_ep_connect_lanes(ucp_ep_h ep, const ucp_unpacked_address_t *add
         return UCS_ERR_UNREACHABLE;
     }
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = wiface->iface;
-    params.dev_addr   = entry->dev_addr;
-    params.iface_addr = entry->iface_addr;
-    status = uct_ep_create(&params, &ep->uct_ep);
+    status = ucp_worker_iface_ep_create(wiface, entry, &ep->uct_ep);
     if (status != UCS_OK) {
         ucs_error("ucp: connecting over %s failed: %s", entry->tl_name,
                   ucs_status_string(status));

@@ -386,8 +386,8 @@ struct ucp_worker {
     uct_iface_h mt_iface; /* copies between host and device
                              memory (ucp_memtype.c) */
     uct_ep_h           mt_ep;
-    uct_md_h mt_md;                    /* mt_iface's md: fragment memory */
-    unsigned mt_rsc_index;             /* mt_iface's resource */
+    unsigned mt_rsc_index;             /* mt_iface's resource (its md:
+                                          fragment memory) */
     ucp_worker_iface_t rma_iface;      /* reads and writes peers' device memory
                                           for rendezvous (iface NULL when no
                                           transport does) */
@@ -613,6 +613,11 @@ ucs_status_t ucp_worker_iface_open(ucp_worker_h worker, unsigned rsc_index,
 const ucp_address_entry_t *
 ucp_worker_iface_reachable_entry(const ucp_worker_iface_t *wiface,
                                  const ucp_unpacked_address_t *addr);
+
+/** An ep of @a wiface to the peer's address entry @a entry (of wiface's
+ *  transport). */
+ucs_status_t ucp_worker_iface_ep_create(const ucp_worker_iface_t *wiface,
+                                        const ucp_address_entry_t *entry, uct_ep_h *ep_p);
 
 /**
  * An ep of @a wiface to the peer of @a addr: through the first entry of

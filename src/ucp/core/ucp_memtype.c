@@ -238,7 +238,6 @@ ucs_status_t ucp_memtype_worker_init(ucp_worker_h worker)
     if (status != UCS_OK) {
         goto err_iface;
     }
-    worker->mt_md        = md;
     worker->mt_rsc_index = (unsigned)rsc_index;
     return UCS_OK;
 
@@ -262,7 +261,6 @@ void ucp_memtype_worker_cleanup(ucp_worker_h worker)
         uct_iface_close(worker->mt_iface);
         worker->mt_iface = NULL;
     }
-    worker->mt_md = NULL;
 }
 
 static void ucp_memtype_copy_done(uct_completion_t *comp)

@@ -103,23 +103,28 @@ ucp_worker_iface_reachable_entry(const ucp_worker_iface_t *wiface,
     return NULL;
 }
 
-uct_ep_h ucp_worker_iface_connect(const ucp_worker_iface_t *wiface,
-                                  const ucp_unpacked_address_t *addr)
+ucs_status_t ucp_worker_iface_ep_create(const ucp_worker_iface_t *wiface,
+                                        const ucp_address_entry_t *entry, uct_ep_h *ep_p)
 {
-    const ucp_address_entry_t *e = ucp_worker_iface_reachable_entry(wiface, addr);
     uct_ep_params_t params;
-    uct_ep_h ep;
 
-    if (e == NULL) {
-        return NULL;
-    }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = wiface->iface;
-    params.dev_addr   = e->dev_addr;
-    params.iface_addr = e->iface_addr;
-    return (uct_ep_create(&params, &ep) == UCS_OK) ? ep : NULL;
+    params.dev_addr   = entry->dev_addr;
+    params.iface_addr = entry->iface_addr;
+    return uct_ep_create(&params, ep_p);
+}
+
+uct_ep_h ucp_worker_iface_connect(const ucp_worker_iface_t *wiface,
+                                  const ucp_unpacked_address_t *addr)
+{
+    const ucp_address_entry_t *e = ucp_worker_iface_reachable_entry(wiface, addr);
+    uct_ep_h ep;
+
+    return ((e != NULL) && (ucp_worker_iface_ep_create(wiface, e, &ep) == UCS_OK)) ? ep
+                                                                                   : NULL;
 }
 
 static ucs_status_t ucp_worker_open_iface(ucp_worker_h worker, unsigned rsc_index)
@@ -431,19 +436,18 @@ static unsigned ucp_worker_housekeeping(ucp_worker_h worker)
  * calls for the timers and the sockaddr sockets (which gate their own
  * system calls). A polling loop that waits for a message thus costs one
  * transport round per call, also on a worker with a listener. */
-static inline int ucp_worker_housekeeping_due(ucp_worker_h worker)
-{
-    return worker->housekeeping_due || worker->armed ||
-           !ucs_list_is_empty(&worker->ready) || !ucs_list_is_empty(&worker->notify) ||
-           !ucs_list_is_empty(&worker->zombies) ||
-           ((++worker->rounds & (UCP_WORKER_HOUSEKEEPING_PERIOD - 1)) == 0);
-}
-
 /* Work the next progress call must do whatever the transports report. */
-static int ucp_worker_has_queued_work(ucp_worker_h worker)
+static inline int ucp_worker_has_queued_work(ucp_worker_h worker)
 {
     return worker->housekeeping_due || !ucs_list_is_empty(&worker->ready) ||
            !ucs_list_is_empty(&worker->notify);
+}
+
+static inline int ucp_worker_housekeeping_due(ucp_worker_h worker)
+{
+    return ucp_worker_has_queued_work(worker) || worker->armed ||
+           !ucs_list_is_empty(&worker->zombies) ||
+           ((++worker->rounds & (UCP_WORKER_HOUSEKEEPING_PERIOD - 1)) == 0);
 }
 
 void ucp_worker_wake_armed(ucp_worker_h worker)

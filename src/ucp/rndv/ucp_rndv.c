@@ -59,6 +59,7 @@ static void ucp_rndv_open_rma_iface(ucp_worker_h worker)
 
 ucs_status_t ucp_rndv_worker_init(ucp_worker_h worker)
 {
+    ucp_context_h context;
     ucp_rndv_worker_t *rw;
 
     rw = calloc(1, sizeof(*rw));
@@ -71,7 +72,10 @@ ucs_status_t ucp_rndv_worker_init(ucp_worker_h worker)
     ucs_list_head_init(&rw->free_ops);
     worker->rndv = rw;
     /* Fragments live in memory of the staging copier's domain. */
-    rw->copy_md = (worker->mt_ep != NULL) ? worker->mt_md : NULL;
+    if (worker->mt_ep != NULL) {
+        context     = worker->context;
+        rw->copy_md = context->mds[context->rscs[worker->mt_rsc_index].md_index].md;
+    }
     ucp_rndv_open_rma_iface(worker);
     ucp_rndv_host_lane_open(worker);
     return UCS_OK;

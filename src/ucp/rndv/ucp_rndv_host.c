@@ -91,12 +91,6 @@ void ucp_rndv_lane_select(ucp_worker_h worker, ucp_rndv_md_fits_func_t md_fits,
         }
         *best = cand;
     }
-    if (best->iface != NULL) {
-        rsc = &context->rscs[best->rsc_index];
-        ucs_debug("ucp: worker %s: rendezvous lane candidate %s/%s chosen (%.1f GB/s)",
-                  worker->name, rsc->desc.tl_name, rsc->desc.dev_name,
-                  ucp_rndv_lane_bandwidth(&best->attr) / 1e9);
-    }
 }
 
 static int ucp_rndv_host_md_fits(const uct_md_attr_t *attr)
@@ -125,8 +119,9 @@ void ucp_rndv_host_lane_open(ucp_worker_h worker)
     rw->host_md        = context->mds[rsc->md_index].md;
     rw->host_component = context->mds[rsc->md_index].component;
     rw->host_key_size  = context->mds[rsc->md_index].attr.rkey_packed_size;
-    ucs_debug("ucp: worker %s: host rendezvous lane %s/%s", worker->name,
-              rsc->desc.tl_name, rsc->desc.dev_name);
+    ucs_debug("ucp: worker %s: host rendezvous lane %s/%s (%.1f GB/s)", worker->name,
+              rsc->desc.tl_name, rsc->desc.dev_name,
+              ucp_rndv_lane_bandwidth(&worker->host_rma_iface.attr) / 1e9);
 }
 
 void ucp_rndv_host_lane_close(ucp_worker_h worker)

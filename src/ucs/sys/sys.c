@@ -21,6 +21,7 @@ static ucs_status_t ucs_sys_boot_id_status;
 static uint8_t ucs_sys_boot_id[16];
 static char ucs_sys_host_name[HOST_NAME_MAX + 1];
 static uint64_t ucs_sys_pid_ns;
+static uint8_t ucs_sys_node_id[16]; /* boot id and network namespace */
 
 static int ucs_sys_hex_value(char c)
 {
@@ -77,6 +78,13 @@ static void ucs_sys_init_once(void)
     }
     ucs_sys_host_name[sizeof(ucs_sys_host_name) - 1] = '\0';
     ucs_sys_pid_ns = (stat("/proc/self/ns/pid", &st) == 0) ? (uint64_t)st.st_ino : 0;
+    /* Read once: key packing and reachability checks compare node ids on
+     * the data path, which must not cost a system call each. */
+    if (stat("/proc/self/ns/net", &st) != 0) {
+        memset(&st, 0, sizeof(st));
+    }
+    ucs_sys_node_id_mix(ucs_sys_boot_id, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+                        ucs_sys_node_id);
 }
 
 ucs_status_t ucs_sys_get_boot_id(uint8_t id[16])
@@ -88,26 +96,27 @@ ucs_status_t ucs_sys_get_boot_id(uint8_t id[16])
     return ucs_sys_boot_id_status;
 }
 
-ucs_status_t ucs_sys_get_node_id(uint8_t id[16])
+void ucs_sys_node_id_mix(const uint8_t boot_id[16], uint64_t ns_dev, uint64_t ns_ino,
+                         uint8_t id[16])
 {
-    uint64_t mix[2] = {0, 0};
-    struct stat st;
-    ucs_status_t status;
+    /* Spread the namespace's device and inode over all 16 bytes; a zero
+     * namespace leaves the boot id as it is. */
+    const uint64_t mix[2] = {(ns_ino * 0x9e3779b97f4a7c15ull) ^ ns_dev,
+                             (ns_dev * 0xc2b2ae3d27d4eb4full) ^ ns_ino};
     unsigned i;
 
-    status = ucs_sys_get_boot_id(id);
-    if (status != UCS_OK) {
-        return status;
-    }
-    if (stat("/proc/self/ns/net", &st) == 0) {
-        /* Spread the namespace's device and inode over all 16 bytes. */
-        mix[0] = ((uint64_t)st.st_ino * 0x9e3779b97f4a7c15ull) ^ (uint64_t)st.st_dev;
-        mix[1] = ((uint64_t)st.st_dev * 0xc2b2ae3d27d4eb4full) ^ (uint64_t)st.st_ino;
-    }
     for (i = 0; i < 16; ++i) {
-        id[i] ^= (uint8_t)(mix[i / 8] >> (8 * (i % 8)));
+        id[i] = boot_id[i] ^ (uint8_t)(mix[i / 8] >> (8 * (i % 8)));
     }
-    return UCS_OK;
+}
+
+ucs_status_t ucs_sys_get_node_id(uint8_t id[16])
+{
+    pthread_once(&ucs_sys_once, ucs_sys_init_once);
+    if (ucs_sys_boot_id_status == UCS_OK) {
+        memcpy(id, ucs_sys_node_id, sizeof(ucs_sys_node_id));
+    }
+    return ucs_sys_boot_id_status;
 }
 
 const char *ucs_sys_get_host_name(void)

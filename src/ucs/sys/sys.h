@@ -32,12 +32,24 @@ ucs_status_t ucs_sys_get_boot_id(uint8_t id[16]);
  * because shared memory signals through abstract unix sockets, which a
  * network namespace scopes, and because emulated hosts (one namespace each)
  * must look like separate machines. Without a readable namespace the boot
- * id alone decides.
+ * id alone decides. Both are read once per process: one that enters another
+ * network namespace later keeps the id it had.
  *
  * @param [out] id  16 bytes.
  * @return UCS_OK, or UCS_ERR_IO_ERROR if the kernel gives no boot id.
  */
 ucs_status_t ucs_sys_get_node_id(uint8_t id[16]);
+
+/**
+ * The node id of a process with boot id @a boot_id in the network namespace
+ * of device @a ns_dev and inode @a ns_ino (stat() of /proc/PID/ns/net; both 0
+ * when unknown), as ucs_sys_get_node_id() computes it for this process.
+ *
+ * @param [in]  boot_id  16 bytes (ucs_sys_get_boot_id()).
+ * @param [out] id       16 bytes.
+ */
+void ucs_sys_node_id_mix(const uint8_t boot_id[16], uint64_t ns_dev, uint64_t ns_ino,
+                         uint8_t id[16]);
 
 /** Host name, truncated to fit; never fails (falls back to "localhost"). */
 const char *ucs_sys_get_host_name(void);

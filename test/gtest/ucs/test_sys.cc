@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,8 +30,10 @@ TEST(ucs_sys, boot_id_matches_the_kernel_and_is_stable)
     EXPECT_EQ(text, std::string(hex));
 }
 
-/* The node id of a forked child, after it entered a new network namespace
- * when @a new_netns; false when the child could not. */
+/* The node id a forked child computes from its own network namespace, after
+ * entering a new one when @a new_netns; false when the child could not. The
+ * child mixes afresh (ucs_sys_node_id_mix): the id of ucs_sys_get_node_id()
+ * is read once per process and a child inherits it. */
 static bool child_node_id(bool new_netns, uint8_t id[16])
 {
     int fds[2];
@@ -39,13 +42,15 @@ static bool child_node_id(bool new_netns, uint8_t id[16])
     }
     pid_t pid = fork();
     if (pid == 0) {
-        uint8_t got[16];
+        uint8_t boot[16], got[16];
+        struct stat st;
         if ((new_netns && (unshare(CLONE_NEWNET) != 0)) ||
-            (ucs_sys_get_node_id(got) != UCS_OK) ||
-            (write(fds[1], got, sizeof(got)) != (ssize_t)sizeof(got))) {
+            (stat("/proc/self/ns/net", &st) != 0) ||
+            (ucs_sys_get_boot_id(boot) != UCS_OK)) {
             _exit(1);
         }
-        _exit(0);
+        ucs_sys_node_id_mix(boot, st.st_dev, st.st_ino, got);
+        _exit((write(fds[1], got, sizeof(got)) == (ssize_t)sizeof(got)) ? 0 : 1);
     }
     close(fds[1]);
     bool ok = (read(fds[0], id, 16) == 16);
