@@ -16,7 +16,7 @@ ucs_status_t uct_tcp_conn_connect(uct_tcp_ep_t *ep)
 {
     uct_tcp_iface_t *iface = ep->iface;
     uct_tcp_hello_t *hello = (uct_tcp_hello_t*)ep->tx.buf;
-    char str[64];
+    char str[UCT_TCP_SOCKADDR_STRLEN];
     ucs_status_t status;
     int err;
 
@@ -29,8 +29,8 @@ ucs_status_t uct_tcp_conn_connect(uct_tcp_ep_t *ep)
     memset(hello, 0, sizeof(*hello));
     hello->magic   = htole32(UCT_TCP_HELLO_MAGIC);
     hello->version = UCT_TCP_WIRE_VERSION;
-    hello->in_addr = iface->addr.sin_addr.s_addr;
-    hello->port    = iface->addr.sin_port;
+    uct_tcp_sockaddr_to_wire(&iface->addr, &hello->family, hello->addr);
+    hello->port = uct_tcp_sockaddr_port(&iface->addr);
 
     ep->tx.iov[0].iov_base = hello;
     ep->tx.iov[0].iov_len  = sizeof(*hello);
@@ -61,7 +61,7 @@ ucs_status_t uct_tcp_conn_connect(uct_tcp_ep_t *ep)
 
 ucs_status_t uct_tcp_conn_check_connected(uct_tcp_ep_t *ep)
 {
-    char str[64];
+    char str[UCT_TCP_SOCKADDR_STRLEN];
     int err;
 
     err = uct_tcp_sock_pending_errno(ep->watch.fd);
@@ -78,7 +78,7 @@ ucs_status_t uct_tcp_conn_check_connected(uct_tcp_ep_t *ep)
 
 unsigned uct_tcp_conn_accept(uct_tcp_iface_t *iface)
 {
-    struct sockaddr_in peer;
+    uct_tcp_sockaddr_t peer;
     unsigned count = 0;
     ucs_status_t status;
     int fd;
@@ -102,20 +102,16 @@ unsigned uct_tcp_conn_accept(uct_tcp_iface_t *iface)
     return count;
 }
 
-ucs_status_t uct_tcp_conn_hello_unpack(const void *buf, struct sockaddr_in *peer_p)
+ucs_status_t uct_tcp_conn_hello_unpack(const void *buf, uint32_t scope_id,
+                                       uct_tcp_sockaddr_t *peer_p)
 {
     uct_tcp_hello_t hello;
 
     memcpy(&hello, buf, sizeof(hello));
     if ((le32toh(hello.magic) != UCT_TCP_HELLO_MAGIC) ||
-        (hello.version != UCT_TCP_WIRE_VERSION) || (hello.port == 0) ||
-        !uct_tcp_in_addr_is_unicast(hello.in_addr)) {
+        (hello.version != UCT_TCP_WIRE_VERSION) || (hello.port == 0)) {
         return UCS_ERR_INVALID_ADDR;
     }
-
-    memset(peer_p, 0, sizeof(*peer_p));
-    peer_p->sin_family      = AF_INET;
-    peer_p->sin_addr.s_addr = hello.in_addr;
-    peer_p->sin_port        = hello.port;
-    return UCS_OK;
+    return uct_tcp_sockaddr_from_wire(hello.family, hello.addr, hello.port, scope_id,
+                                      peer_p);
 }

@@ -45,11 +45,13 @@ unsigned uct_tcp_conn_accept(uct_tcp_iface_t *iface);
 
 /**
  * Check a received hello.
- * @param peer_p  receives the sender's listening address (for messages).
+ * @param scope_id  interface index for a link-local IPv6 sender.
+ * @param peer_p    receives the sender's listening address (for messages).
  * @return UCS_OK, or UCS_ERR_INVALID_ADDR when it is not a tcp iface's hello
  *         of this version.
  */
-ucs_status_t uct_tcp_conn_hello_unpack(const void *buf, struct sockaddr_in *peer_p);
+ucs_status_t uct_tcp_conn_hello_unpack(const void *buf, uint32_t scope_id,
+                                       uct_tcp_sockaddr_t *peer_p);
 
 END_C_DECLS
 

@@ -161,7 +161,7 @@ ucs_status_t uct_tcp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
 static UCS_F_NOINLINE ucs_status_t uct_tcp_ep_check_peer(uct_tcp_ep_t *ep)
 {
     uct_tcp_iface_t *iface = ep->iface;
-    char str[64];
+    char str[UCT_TCP_SOCKADDR_STRLEN];
     unsigned ms;
     uint64_t now;
 
@@ -487,7 +487,7 @@ unsigned uct_tcp_ep_handle_events(uct_tcp_ep_t *ep, uint32_t events)
 
 void uct_tcp_ep_set_failed(uct_tcp_ep_t *ep, ucs_status_t status)
 {
-    char str[64];
+    char str[UCT_TCP_SOCKADDR_STRLEN];
 
     if (ep->status < 0) {
         return;
@@ -533,6 +533,7 @@ ucs_status_t uct_tcp_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
     uct_tcp_iface_t *iface = uct_tcp_iface(params->iface);
     const uct_tcp_device_addr_t *dev_addr;
     const uct_tcp_iface_addr_t *iface_addr;
+    uct_tcp_sockaddr_t peer;
     uct_tcp_ep_t *ep;
     ucs_status_t status;
 
@@ -545,12 +546,21 @@ ucs_status_t uct_tcp_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
 
     dev_addr   = (const uct_tcp_device_addr_t*)params->dev_addr;
     iface_addr = (const uct_tcp_iface_addr_t*)params->iface_addr;
-    if ((uct_tcp_device_addr_check(dev_addr) != UCS_OK) ||
+    if ((uct_tcp_device_addr_unpack(dev_addr, uct_tcp_iface_scope_id(iface), &peer) !=
+         UCS_OK) ||
         (uct_tcp_iface_addr_check(iface_addr) != UCS_OK)) {
-        ucs_error("tcp: invalid peer address (not a tcp address of version %d)",
+        ucs_error("tcp: invalid peer address (not a unicast IPv4 or IPv6 tcp "
+                  "address of wire version %d)",
                   UCT_TCP_WIRE_VERSION);
         return UCS_ERR_INVALID_ADDR;
     }
+    if (peer.sa.sa_family != iface->addr.sa.sa_family) {
+        ucs_error("tcp: peer address is %s but iface %s listens on %s",
+                  (peer.sa.sa_family == AF_INET6) ? "IPv6" : "IPv4", iface->dev_name,
+                  (peer.sa.sa_family == AF_INET6) ? "IPv4" : "IPv6");
+        return UCS_ERR_UNREACHABLE;
+    }
+    uct_tcp_sockaddr_set_port(&peer, iface_addr->port);
 
     ep = calloc(1, sizeof(*ep));
     if (ep == NULL) {
@@ -570,9 +580,7 @@ ucs_status_t uct_tcp_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
     ep->iface                = iface;
     ep->watch.fd             = -1;
     ep->watch.kind           = UCT_TCP_WATCH_EP;
-    ep->peer.sin_family      = AF_INET;
-    ep->peer.sin_addr.s_addr = dev_addr->in_addr;
-    ep->peer.sin_port        = iface_addr->port;
+    ep->peer                 = peer;
     uct_pending_queue_init(&ep->pending);
     ucs_queue_head_init(&ep->flush_comps);
     ucs_list_add_tail(&iface->eps, &ep->list);

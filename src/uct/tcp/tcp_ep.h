@@ -41,7 +41,7 @@ typedef struct uct_tcp_ep {
     uct_base_ep_t       super;
     uct_tcp_iface_t     *iface;
     uct_tcp_watch_t     watch;
-    struct sockaddr_in  peer;     /**< the peer iface's listening address */
+    uct_tcp_sockaddr_t peer; /**< the peer iface's listening address */
     /** UCS_INPROGRESS while connecting, UCS_OK when connected, else the
      *  failure. */
     ucs_status_t        status;

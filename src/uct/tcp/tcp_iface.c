@@ -373,8 +373,7 @@ static ucs_status_t uct_tcp_iface_get_device_address(uct_iface_h tl_iface,
 
     memset(&dev_addr, 0, sizeof(dev_addr));
     dev_addr.version     = UCT_TCP_WIRE_VERSION;
-    dev_addr.family      = UCT_TCP_ADDR_FAMILY_INET4;
-    dev_addr.in_addr     = iface->addr.sin_addr.s_addr;
+    uct_tcp_sockaddr_to_wire(&iface->addr, &dev_addr.family, dev_addr.addr);
     dev_addr.loopback_id = htole64(uct_tcp_netif_loopback_id());
     memcpy(addr, &dev_addr, sizeof(dev_addr));
     return UCS_OK;
@@ -388,15 +387,17 @@ static ucs_status_t uct_tcp_iface_get_address(uct_iface_h tl_iface,
 
     memset(&iface_addr, 0, sizeof(iface_addr));
     iface_addr.version = UCT_TCP_WIRE_VERSION;
-    iface_addr.port    = iface->addr.sin_port;
+    iface_addr.port    = uct_tcp_sockaddr_port(&iface->addr);
     memcpy(addr, &iface_addr, sizeof(iface_addr));
     return UCS_OK;
 }
 
 /*
  * A loopback iface reaches only loopback addresses of the same host and
- * network namespace; a network device reaches any other unicast address
- * (routing decides the rest, and a failure shows up as a connection error).
+ * network namespace; a network device reaches any other unicast address of
+ * its own family (routing decides the rest, and a failure shows up as a
+ * connection error). A host with both families thus pairs an IPv4 iface
+ * with the peer's IPv4 one and an IPv6 iface with its IPv6 one.
  */
 static int uct_tcp_iface_is_reachable(const uct_iface_h tl_iface,
                                       const uct_device_addr_t *dev_addr,
@@ -404,21 +405,24 @@ static int uct_tcp_iface_is_reachable(const uct_iface_h tl_iface,
 {
     uct_tcp_iface_t *iface = uct_tcp_iface(tl_iface);
     uct_tcp_device_addr_t peer;
-    int local_lo, peer_lo;
+    uct_tcp_sockaddr_t peer_sa;
+    int local_lo;
 
     if (dev_addr == NULL) {
         return 0;
     }
     memcpy(&peer, dev_addr, sizeof(peer)); /* the blob may be unaligned */
-    if ((uct_tcp_device_addr_check(&peer) != UCS_OK) ||
+    if ((uct_tcp_device_addr_unpack(&peer, uct_tcp_iface_scope_id(iface), &peer_sa) !=
+         UCS_OK) ||
         ((iface_addr != NULL) &&
-         (uct_tcp_iface_addr_check((const uct_tcp_iface_addr_t*)iface_addr) != UCS_OK))) {
+         (uct_tcp_iface_addr_check((const uct_tcp_iface_addr_t *)iface_addr) !=
+          UCS_OK)) ||
+        (peer_sa.sa.sa_family != iface->addr.sa.sa_family)) {
         return 0;
     }
 
-    local_lo = uct_tcp_in_addr_is_loopback(iface->addr.sin_addr.s_addr);
-    peer_lo  = uct_tcp_in_addr_is_loopback(peer.in_addr);
-    if (local_lo != peer_lo) {
+    local_lo = uct_tcp_sockaddr_is_loopback(&iface->addr);
+    if (local_lo != uct_tcp_sockaddr_is_loopback(&peer_sa)) {
         return 0;
     }
     return !local_lo || (le64toh(peer.loopback_id) == uct_tcp_netif_loopback_id());
@@ -530,7 +534,7 @@ static ucs_status_t uct_tcp_iface_open(uct_md_h md, uct_worker_h worker,
     unsigned port_min, port_max;
     uct_tcp_iface_t *iface;
     uint16_t port;
-    char str[64];
+    char str[UCT_TCP_SOCKADDR_STRLEN];
     ucs_status_t status;
 
     status = uct_tcp_iface_parse_port_range(config->port_range, &port_min, &port_max);
@@ -548,9 +552,11 @@ static ucs_status_t uct_tcp_iface_open(uct_md_h md, uct_worker_h worker,
     }
 
     snprintf(iface->dev_name, sizeof(iface->dev_name), "%s", dev_name);
-    status = uct_tcp_netif_inaddr(dev_name, &iface->addr);
+    status = uct_tcp_netif_addr(
+        dev_name, &ucs_container_of(md, uct_tcp_md_t, super)->af_prio, &iface->addr);
     if (status != UCS_OK) {
-        ucs_error("tcp: device '%s' is unknown, down, or has no IPv4 address",
+        ucs_error("tcp: device '%s' is unknown, down, or has no address of the "
+                  "families in UCX_TCP_AF_PRIO",
                   dev_name);
         goto err_free;
     }
@@ -591,7 +597,7 @@ static ucs_status_t uct_tcp_iface_open(uct_md_h md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err_close_epfd;
     }
-    iface->addr.sin_port = htons(port);
+    uct_tcp_sockaddr_set_port(&iface->addr, htons(port));
 
     status = uct_tcp_iface_watch_add(iface, &iface->listener, EPOLLIN);
     if (status != UCS_OK) {

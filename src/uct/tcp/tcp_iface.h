@@ -1,6 +1,7 @@
 /**
  * @file tcp_iface.h
- * The tcp iface: one listening socket on one device's IPv4 address, an
+ * The tcp iface: one listening socket on one device's IP address (IPv4 or
+ * IPv6, whichever UCX_TCP_AF_PRIO puts first among the device's), an
  * epoll set over every socket of the iface, and the lists of its endpoints
  * (connections it opened, used to send) and receive connections (accepted
  * from peers, used to receive).
@@ -95,7 +96,7 @@ typedef struct uct_tcp_iface_config {
 typedef struct uct_tcp_iface {
     uct_base_iface_t    super;
     char                dev_name[UCT_DEVICE_NAME_MAX];
-    struct sockaddr_in  addr;        /**< device address and listening port */
+    uct_tcp_sockaddr_t addr;         /**< device address and listening port */
     int                 epfd;        /**< epoll set; also the event fd */
     uct_tcp_watch_t     listener;
     uct_tcp_sock_opts_t sock_opts;
@@ -132,6 +133,13 @@ void uct_tcp_iface_watch_close(uct_tcp_iface_t *iface, uct_tcp_watch_t *watch);
 static inline uct_tcp_iface_t *uct_tcp_iface(uct_iface_h tl_iface)
 {
     return ucs_container_of(tl_iface, uct_tcp_iface_t, super.super);
+}
+
+/** Interface index that gives a link-local IPv6 peer its meaning: the one
+ * the iface listens on (0 for any other address). */
+static inline uint32_t uct_tcp_iface_scope_id(const uct_tcp_iface_t *iface)
+{
+    return (iface->addr.sa.sa_family == AF_INET6) ? iface->addr.in6.sin6_scope_id : 0;
 }
 
 END_C_DECLS

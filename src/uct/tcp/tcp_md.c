@@ -3,26 +3,31 @@
 #endif
 
 #include "tcp_md.h"
-#include "tcp_netif.h"
 
 #include <ucs/debug/log.h>
 
 #include <stdlib.h>
 #include <string.h>
 
-
-/* The md has no option of its own yet; the table exists so that the
- * component reads and prints like every other one. */
+/* The families belong to the md, not the iface: they decide which devices
+ * exist, and a device listed but unusable would fail worker creation. */
 static ucs_config_field_t uct_tcp_md_config_fields[] = {
-    {NULL}
-};
+    {"AF_PRIO", "inet,inet6",
+     "Address families the tcp transport uses, most preferred first: inet\n"
+     "(IPv4), inet6 (IPv6) or both. A device is listed when it has an address\n"
+     "of one of them, and its iface listens on the first family it has (for\n"
+     "IPv6, a global address before a link-local one). Both sides of a\n"
+     "connection must end up with the same family: set inet6 first on every\n"
+     "host of an IPv6 network whose interfaces also carry IPv4 addresses.",
+     offsetof(uct_tcp_md_config_t, af_prio), UCS_CONFIG_TYPE_STRING_ARRAY},
+
+    {NULL}};
 
 static ucs_config_table_entry_t uct_tcp_md_config_entry = {
     .name   = "TCP memory domain",
     .prefix = "TCP_",
     .fields = uct_tcp_md_config_fields,
-    .size   = sizeof(uct_md_config_t)
-};
+    .size   = sizeof(uct_tcp_md_config_t)};
 UCS_CONFIG_REGISTER_TABLE(uct_tcp_md_config_entry)
 
 
@@ -59,6 +64,9 @@ static const uct_md_ops_t uct_tcp_md_ops = {
 static ucs_status_t uct_tcp_md_open(uct_component_t *component, const char *md_name,
                                     const uct_md_config_t *config, uct_md_h *md_p)
 {
+    const uct_tcp_md_config_t *md_config = (const uct_tcp_md_config_t *)config;
+    uct_tcp_af_prio_t af_prio;
+    ucs_status_t status;
     uct_tcp_md_t *md;
 
     if (strcmp(md_name, UCT_TCP_NAME) != 0) {
@@ -67,11 +75,18 @@ static ucs_status_t uct_tcp_md_open(uct_component_t *component, const char *md_n
         return UCS_ERR_NO_DEVICE;
     }
 
+    status = uct_tcp_af_prio_parse((const char *const *)md_config->af_prio.names,
+                                   md_config->af_prio.count, &af_prio);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     md = calloc(1, sizeof(*md));
     if (md == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
 
+    md->af_prio         = af_prio;
     md->super.ops       = &uct_tcp_md_ops;
     md->super.component = component;
     *md_p               = &md->super;
@@ -81,12 +96,13 @@ static ucs_status_t uct_tcp_md_open(uct_component_t *component, const char *md_n
 ucs_status_t uct_tcp_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
                                    unsigned *num_devices_p)
 {
+    const uct_tcp_md_t *tcp_md        = ucs_container_of(md, uct_tcp_md_t, super);
     uct_tl_device_resource_t *devices = NULL;
     uct_tcp_netif_name_t *names;
     unsigned count, i;
     ucs_status_t status;
 
-    status = uct_tcp_netif_list(&names, &count);
+    status = uct_tcp_netif_list(&tcp_md->af_prio, &names, &count);
     if (status != UCS_OK) {
         return status;
     }

@@ -15,13 +15,59 @@
 #include <string.h>
 #include <sys/stat.h>
 
-
-/* An entry names a usable device when it is an IPv4 address of an interface
- * that is up. IFF_RUNNING is not required: a cable may come back, and a
- * veth whose peer is down still accepts a listener. */
-static int uct_tcp_netif_usable(const struct ifaddrs *ifa)
+ucs_status_t uct_tcp_af_prio_parse(const char *const *names, unsigned count,
+                                   uct_tcp_af_prio_t *prio_p)
 {
-    return (ifa->ifa_addr != NULL) && (ifa->ifa_addr->sa_family == AF_INET) &&
+    sa_family_t af;
+    unsigned i, j;
+
+    prio_p->count = 0;
+    for (i = 0; i < count; ++i) {
+        if (!strcmp(names[i], "inet")) {
+            af = AF_INET;
+        } else if (!strcmp(names[i], "inet6")) {
+            af = AF_INET6;
+        } else {
+            ucs_error("tcp: UCX_TCP_AF_PRIO: unknown address family '%s' "
+                      "(expected inet, inet6 or both, comma-separated)",
+                      names[i]);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        for (j = 0; j < prio_p->count; ++j) {
+            if (prio_p->af[j] == af) {
+                ucs_error("tcp: UCX_TCP_AF_PRIO: '%s' is listed twice", names[i]);
+                return UCS_ERR_INVALID_PARAM;
+            }
+        }
+        prio_p->af[prio_p->count++] = af;
+    }
+
+    if (prio_p->count == 0) {
+        ucs_error("tcp: UCX_TCP_AF_PRIO is empty: name inet, inet6 or both");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+static int uct_tcp_netif_af_allowed(const uct_tcp_af_prio_t *prio, sa_family_t af)
+{
+    unsigned i;
+
+    for (i = 0; i < prio->count; ++i) {
+        if (prio->af[i] == af) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* An entry names a usable device when it is an address of an allowed family
+ * on an interface that is up. IFF_RUNNING is not required: a cable may come
+ * back, and a veth whose peer is down still accepts a listener. */
+static int uct_tcp_netif_usable(const struct ifaddrs *ifa, const uct_tcp_af_prio_t *prio)
+{
+    return (ifa->ifa_addr != NULL) &&
+           uct_tcp_netif_af_allowed(prio, ifa->ifa_addr->sa_family) &&
            (ifa->ifa_flags & IFF_UP) && (ifa->ifa_name != NULL) &&
            (strlen(ifa->ifa_name) < UCT_DEVICE_NAME_MAX);
 }
@@ -38,7 +84,8 @@ static ucs_status_t uct_tcp_netif_getifaddrs(struct ifaddrs **ifaddrs_p)
     return UCS_OK;
 }
 
-ucs_status_t uct_tcp_netif_list(uct_tcp_netif_name_t **names_p, unsigned *count_p)
+ucs_status_t uct_tcp_netif_list(const uct_tcp_af_prio_t *prio,
+                                uct_tcp_netif_name_t **names_p, unsigned *count_p)
 {
     uct_tcp_netif_name_t *names = NULL, *tmp;
     struct ifaddrs *ifaddrs, *ifa;
@@ -51,11 +98,11 @@ ucs_status_t uct_tcp_netif_list(uct_tcp_netif_name_t **names_p, unsigned *count_
     }
 
     for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
-        if (!uct_tcp_netif_usable(ifa)) {
+        if (!uct_tcp_netif_usable(ifa, prio)) {
             continue;
         }
 
-        /* An interface with several IPv4 addresses is one device. */
+        /* An interface with several addresses is one device. */
         for (i = 0; i < count; ++i) {
             if (!strcmp(names[i].name, ifa->ifa_name)) {
                 break;
@@ -86,24 +133,59 @@ err_free:
     return status;
 }
 
-ucs_status_t uct_tcp_netif_inaddr(const char *name, struct sockaddr_in *addr_p)
+/* Rank of an address of interface @a name within family @a af: 2 for a
+ * usable global one, 1 for link-local IPv6, 0 for none of ours. */
+static int uct_tcp_netif_addr_rank(const struct ifaddrs *ifa, const char *name,
+                                   sa_family_t af)
 {
+    uct_tcp_sockaddr_t sa;
+
+    if ((ifa->ifa_addr == NULL) || (ifa->ifa_addr->sa_family != af) ||
+        !(ifa->ifa_flags & IFF_UP) || (ifa->ifa_name == NULL) ||
+        strcmp(ifa->ifa_name, name)) {
+        return 0;
+    }
+    memset(&sa, 0, sizeof(sa));
+    memcpy(&sa, ifa->ifa_addr, (af == AF_INET6) ? sizeof(sa.in6) : sizeof(sa.in));
+    if (!uct_tcp_sockaddr_is_unicast(&sa)) {
+        return 0;
+    }
+    return uct_tcp_sockaddr_is_link_local(&sa) ? 1 : 2;
+}
+
+ucs_status_t uct_tcp_netif_addr(const char *name, const uct_tcp_af_prio_t *prio,
+                                uct_tcp_sockaddr_t *addr_p)
+{
+    const struct ifaddrs *best = NULL;
     struct ifaddrs *ifaddrs, *ifa;
+    int best_rank = 0, rank;
     ucs_status_t status;
+    unsigned i;
 
     status = uct_tcp_netif_getifaddrs(&ifaddrs);
     if (status != UCS_OK) {
         return status;
     }
 
-    status = UCS_ERR_NO_DEVICE;
-    for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
-        if (uct_tcp_netif_usable(ifa) && !strcmp(ifa->ifa_name, name)) {
-            memcpy(addr_p, ifa->ifa_addr, sizeof(*addr_p));
-            addr_p->sin_port = 0;
-            status           = UCS_OK;
-            break;
+    for (i = 0; (i < prio->count) && (best == NULL); ++i) {
+        for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
+            rank = uct_tcp_netif_addr_rank(ifa, name, prio->af[i]);
+            if (rank > best_rank) {
+                best      = ifa;
+                best_rank = rank;
+            }
         }
+    }
+
+    if (best != NULL) {
+        memset(addr_p, 0, sizeof(*addr_p));
+        memcpy(addr_p, best->ifa_addr,
+               (best->ifa_addr->sa_family == AF_INET6) ? sizeof(addr_p->in6)
+                                                       : sizeof(addr_p->in));
+        uct_tcp_sockaddr_set_port(addr_p, 0);
+        status = UCS_OK;
+    } else {
+        status = UCS_ERR_NO_DEVICE;
     }
 
     freeifaddrs(ifaddrs);

@@ -13,12 +13,11 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-
 ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
-                                    const struct sockaddr_in *peer)
+                                    const uct_tcp_sockaddr_t *peer)
 {
     uct_tcp_rx_conn_t *conn;
-    char str[64];
+    char str[UCT_TCP_SOCKADDR_STRLEN];
     ucs_status_t status;
 
     conn = calloc(1, sizeof(*conn));
@@ -79,7 +78,7 @@ void uct_tcp_rx_conn_destroy(uct_tcp_rx_conn_t *conn)
  * worth a debug line: the peer's own ep has already told its user. */
 static void uct_tcp_rx_conn_close(uct_tcp_rx_conn_t *conn, ucs_status_t status)
 {
-    char str[64];
+    char str[UCT_TCP_SOCKADDR_STRLEN];
 
     ucs_debug("tcp iface %p: connection %p from %s closed (%s)%s", (void*)conn->iface,
               (void*)conn, uct_tcp_sockaddr_str(&conn->peer, str, sizeof(str)),
@@ -207,14 +206,15 @@ static unsigned uct_tcp_rx_conn_progress_large(uct_tcp_rx_conn_t *conn)
  * nothing reaches a handler. */
 static ucs_status_t uct_tcp_rx_conn_check_hello(uct_tcp_rx_conn_t *conn)
 {
-    struct sockaddr_in peer;
-    char str[64];
+    uct_tcp_sockaddr_t peer;
+    char str[UCT_TCP_SOCKADDR_STRLEN];
 
     if (conn->tail - conn->head < sizeof(uct_tcp_hello_t)) {
         return UCS_INPROGRESS;
     }
 
-    if (uct_tcp_conn_hello_unpack(conn->buf + conn->head, &peer) != UCS_OK) {
+    if (uct_tcp_conn_hello_unpack(conn->buf + conn->head,
+                                  uct_tcp_iface_scope_id(conn->iface), &peer) != UCS_OK) {
         ucs_diag("tcp iface %p: connection from %s is not a tcp transport peer "
                  "(bad hello): closing it", (void*)conn->iface,
                  uct_tcp_sockaddr_str(&conn->peer, str, sizeof(str)));

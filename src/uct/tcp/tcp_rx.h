@@ -37,7 +37,7 @@ typedef struct uct_tcp_rx_conn {
     uct_tcp_watch_t    watch;
     uct_tcp_iface_t    *iface;
     ucs_list_link_t    list;       /**< in iface->rx_conns */
-    struct sockaddr_in peer;       /**< from accept(); after the hello, the
+    uct_tcp_sockaddr_t peer;       /**< from accept(); after the hello, the
                                         peer iface's listening address */
     int                hello_done;
 
@@ -63,7 +63,7 @@ typedef struct uct_tcp_rx_conn {
  * ownership of @a fd (closed on failure too).
  */
 ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
-                                    const struct sockaddr_in *peer);
+                                    const uct_tcp_sockaddr_t *peer);
 
 /**
  * Read what the socket has and deliver every complete frame. Closes and

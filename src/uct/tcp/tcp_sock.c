@@ -39,18 +39,6 @@ ucs_status_t uct_tcp_sock_errno_status(int err)
     }
 }
 
-const char *uct_tcp_sockaddr_str(const struct sockaddr_in *addr, char *buf,
-                                 size_t max)
-{
-    char ip[INET_ADDRSTRLEN];
-
-    if (inet_ntop(AF_INET, &addr->sin_addr, ip, sizeof(ip)) == NULL) {
-        snprintf(ip, sizeof(ip), "?");
-    }
-    snprintf(buf, max, "%s:%u", ip, (unsigned)ntohs(addr->sin_port));
-    return buf;
-}
-
 /* The kernel's keepalive finds a peer host or path that went away while
  * the connection is idle (nothing of ours unacknowledged); a peer process
  * that merely stopped still has its kernel answer. */
@@ -128,32 +116,33 @@ static void uct_tcp_sock_apply_opts(int fd, const uct_tcp_sock_opts_t *opts,
     }
 }
 
-static ucs_status_t uct_tcp_sock_create(int *fd_p)
+static ucs_status_t uct_tcp_sock_create(sa_family_t family, int *fd_p)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int err;
 
     if (fd < 0) {
         err = errno;
-        ucs_error("tcp: socket(AF_INET, SOCK_STREAM) failed: %s", strerror(err));
+        ucs_error("tcp: socket(%s, SOCK_STREAM) failed: %s",
+                  (family == AF_INET6) ? "AF_INET6" : "AF_INET", strerror(err));
         return uct_tcp_sock_errno_status(err);
     }
     *fd_p = fd;
     return UCS_OK;
 }
 
-ucs_status_t uct_tcp_sock_listen(const struct sockaddr_in *addr, unsigned port_min,
+ucs_status_t uct_tcp_sock_listen(const uct_tcp_sockaddr_t *addr, unsigned port_min,
                                  unsigned port_max, const uct_tcp_sock_opts_t *opts,
                                  int *fd_p, uint16_t *port_p)
 {
-    struct sockaddr_in bind_addr = *addr;
+    uct_tcp_sockaddr_t bind_addr = *addr;
     socklen_t addrlen            = sizeof(bind_addr);
-    char str[64];
+    char str[UCT_TCP_SOCKADDR_STRLEN];
     ucs_status_t status;
     unsigned port;
     int fd = -1, err;
 
-    status = uct_tcp_sock_create(&fd);
+    status = uct_tcp_sock_create(addr->sa.sa_family, &fd);
     if (status != UCS_OK) {
         return status;
     }
@@ -163,8 +152,8 @@ ucs_status_t uct_tcp_sock_listen(const struct sockaddr_in *addr, unsigned port_m
     uct_tcp_sock_apply_opts(fd, opts, 1);
 
     for (port = port_min;; ++port) {
-        bind_addr.sin_port = htons((uint16_t)port);
-        if (bind(fd, (struct sockaddr*)&bind_addr, sizeof(bind_addr)) == 0) {
+        uct_tcp_sockaddr_set_port(&bind_addr, htons((uint16_t)port));
+        if (bind(fd, &bind_addr.sa, uct_tcp_sockaddr_len(&bind_addr)) == 0) {
             break;
         }
         err = errno;
@@ -186,7 +175,7 @@ ucs_status_t uct_tcp_sock_listen(const struct sockaddr_in *addr, unsigned port_m
         goto err_close;
     }
 
-    if (getsockname(fd, (struct sockaddr*)&bind_addr, &addrlen) < 0) {
+    if (getsockname(fd, &bind_addr.sa, &addrlen) < 0) {
         err = errno;
         ucs_error("tcp: getsockname() failed: %s", strerror(err));
         status = uct_tcp_sock_errno_status(err);
@@ -194,7 +183,7 @@ ucs_status_t uct_tcp_sock_listen(const struct sockaddr_in *addr, unsigned port_m
     }
 
     *fd_p   = fd;
-    *port_p = ntohs(bind_addr.sin_port);
+    *port_p = ntohs(uct_tcp_sockaddr_port(&bind_addr));
     return UCS_OK;
 
 err_close:
@@ -203,14 +192,13 @@ err_close:
 }
 
 ucs_status_t uct_tcp_sock_accept(int listen_fd, const uct_tcp_sock_opts_t *opts,
-                                 int *fd_p, struct sockaddr_in *peer_p)
+                                 int *fd_p, uct_tcp_sockaddr_t *peer_p)
 {
     socklen_t addrlen = sizeof(*peer_p);
     uct_tcp_sock_opts_t accepted_opts;
     int fd, err;
 
-    fd = accept4(listen_fd, (struct sockaddr*)peer_p, &addrlen,
-                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+    fd = accept4(listen_fd, &peer_p->sa, &addrlen, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
         err = errno;
         switch (err) {
@@ -250,25 +238,25 @@ ucs_status_t uct_tcp_sock_accept(int listen_fd, const uct_tcp_sock_opts_t *opts,
     return UCS_OK;
 }
 
-ucs_status_t uct_tcp_sock_connect(const struct sockaddr_in *local,
-                                  const struct sockaddr_in *peer,
+ucs_status_t uct_tcp_sock_connect(const uct_tcp_sockaddr_t *local,
+                                  const uct_tcp_sockaddr_t *peer,
                                   const uct_tcp_sock_opts_t *opts, int *fd_p,
                                   int *errno_p)
 {
-    struct sockaddr_in bind_addr = *local;
-    char str[64];
+    uct_tcp_sockaddr_t bind_addr = *local;
+    char str[UCT_TCP_SOCKADDR_STRLEN];
     ucs_status_t status;
     int fd = -1, err;
 
-    status = uct_tcp_sock_create(&fd);
+    status = uct_tcp_sock_create(local->sa.sa_family, &fd);
     if (status != UCS_OK) {
         return status;
     }
 
     uct_tcp_sock_apply_opts(fd, opts, 0);
 
-    bind_addr.sin_port = 0;
-    if (bind(fd, (struct sockaddr*)&bind_addr, sizeof(bind_addr)) < 0) {
+    uct_tcp_sockaddr_set_port(&bind_addr, 0);
+    if (bind(fd, &bind_addr.sa, uct_tcp_sockaddr_len(&bind_addr)) < 0) {
         err = errno;
         ucs_error("tcp: bind(%s) before connect failed: %s",
                   uct_tcp_sockaddr_str(&bind_addr, str, sizeof(str)), strerror(err));
@@ -277,7 +265,7 @@ ucs_status_t uct_tcp_sock_connect(const struct sockaddr_in *local,
     }
 
     *errno_p = 0;
-    if ((connect(fd, (const struct sockaddr*)peer, sizeof(*peer)) < 0) &&
+    if ((connect(fd, &peer->sa, uct_tcp_sockaddr_len(peer)) < 0) &&
         (errno != EINPROGRESS)) {
         *errno_p = errno;
         ucs_debug("tcp: connect(%s) failed at once: %s",

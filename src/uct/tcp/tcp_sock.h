@@ -12,6 +12,8 @@
 #ifndef UCT_TCP_SOCK_H_
 #define UCT_TCP_SOCK_H_
 
+#include "tcp_addr.h"
+
 #include <ucs/type/status.h>
 
 #include <netinet/in.h>
@@ -40,7 +42,8 @@ typedef struct uct_tcp_sock_opts {
 ucs_status_t uct_tcp_sock_errno_status(int err);
 
 /**
- * Create a listening socket on @a addr (its port is ignored) trying ports
+ * Create a listening socket on @a addr (its port is ignored; its family
+ * picks the socket's) trying ports
  * @a port_min .. @a port_max in turn; port_min == 0 lets the kernel pick an
  * ephemeral port. The socket is non-blocking and close-on-exec.
  *
@@ -49,7 +52,7 @@ ucs_status_t uct_tcp_sock_errno_status(int err);
  * @return UCS_OK, UCS_ERR_BUSY when every port of the range is in use, or
  *         the mapped errno of the failing call (logged with its name).
  */
-ucs_status_t uct_tcp_sock_listen(const struct sockaddr_in *addr, unsigned port_min,
+ucs_status_t uct_tcp_sock_listen(const uct_tcp_sockaddr_t *addr, unsigned port_min,
                                  unsigned port_max, const uct_tcp_sock_opts_t *opts,
                                  int *fd_p, uint16_t *port_p);
 
@@ -64,7 +67,7 @@ ucs_status_t uct_tcp_sock_listen(const struct sockaddr_in *addr, unsigned port_m
  *         failure of the listening socket itself.
  */
 ucs_status_t uct_tcp_sock_accept(int listen_fd, const uct_tcp_sock_opts_t *opts,
-                                 int *fd_p, struct sockaddr_in *peer_p);
+                                 int *fd_p, uct_tcp_sockaddr_t *peer_p);
 
 /**
  * Start a non-blocking connection from @a local (port ignored: the kernel
@@ -79,8 +82,8 @@ ucs_status_t uct_tcp_sock_accept(int listen_fd, const uct_tcp_sock_opts_t *opts,
  *                   way as one that happens later.
  * @return UCS_OK, or an error when no socket could be made at all.
  */
-ucs_status_t uct_tcp_sock_connect(const struct sockaddr_in *local,
-                                  const struct sockaddr_in *peer,
+ucs_status_t uct_tcp_sock_connect(const uct_tcp_sockaddr_t *local,
+                                  const uct_tcp_sockaddr_t *peer,
                                   const uct_tcp_sock_opts_t *opts, int *fd_p,
                                   int *errno_p);
 
@@ -121,10 +124,6 @@ ucs_status_t uct_tcp_sock_recv(int fd, void *buf, size_t length, size_t *recvd_p
  * value means the path or the peer's host is gone.
  */
 unsigned uct_tcp_sock_unacked_ms(int fd);
-
-/** "a.b.c.d:port" of @a addr into @a buf (at least 24 bytes); returns buf. */
-const char *uct_tcp_sockaddr_str(const struct sockaddr_in *addr, char *buf,
-                                 size_t max);
 
 END_C_DECLS
 

@@ -11,6 +11,8 @@
 #ifndef UCT_TCP_WIRE_H_
 #define UCT_TCP_WIRE_H_
 
+#include "tcp_addr.h"
+
 #include <ucs/sys/compiler_def.h>
 #include <ucs/type/status.h>
 
@@ -20,11 +22,14 @@
 
 BEGIN_C_DECLS
 
-/** Version of every address and hello layout below; bumped on any change. */
-#define UCT_TCP_WIRE_VERSION       1
+/** Version of every address and hello layout below; bumped on any change
+ * (2: addresses of either IP family). */
+#define UCT_TCP_WIRE_VERSION 2
 
-/** Family tag of a device address (not AF_*: those differ between OSes). */
+/** Family tags of an address on the wire (not AF_*: those differ between
+ * OSes). */
 #define UCT_TCP_ADDR_FAMILY_INET4  4
+#define UCT_TCP_ADDR_FAMILY_INET6 6
 
 /** "UCTT" in ASCII, first word of every connection. */
 #define UCT_TCP_HELLO_MAGIC        0x54544355u
@@ -36,19 +41,20 @@ BEGIN_C_DECLS
  */
 #define UCT_TCP_MAX_FRAME_LEN      (256ul * 1024 * 1024)
 
-
 /**
- * Device address: which IPv4 address the peer's iface listens on, and which
- * loopback network it is on. 127.0.0.1 names a different host in every
- * machine and network namespace, so a loopback address is only reachable by
- * an iface with the same @a loopback_id (see uct_tcp_netif_loopback_id()).
- * Packed, 16 bytes.
+ * Device address: which IP address the peer's iface listens on, and which
+ * loopback network it is on. 127.0.0.1 and ::1 name a different host in
+ * every machine and network namespace, so a loopback address is only
+ * reachable by an iface with the same @a loopback_id (see
+ * uct_tcp_netif_loopback_id()). A link-local IPv6 address carries no scope:
+ * the receiver uses the interface its own iface is bound to. Packed, 28 bytes.
  */
 typedef struct uct_tcp_device_addr {
     uint8_t  version;     /**< UCT_TCP_WIRE_VERSION */
-    uint8_t  family;      /**< UCT_TCP_ADDR_FAMILY_INET4 */
+    uint8_t family;       /**< UCT_TCP_ADDR_FAMILY_INET4 or _INET6 */
     uint16_t reserved;    /**< 0 */
-    uint32_t in_addr;     /**< IPv4 address, network byte order */
+    uint8_t addr[UCT_TCP_WIRE_ADDR_LEN]; /**< network byte order; IPv4 in
+                                              the first 4 bytes, zeros after */
     uint64_t loopback_id; /**< host and network namespace, little-endian */
 } UCS_S_PACKED uct_tcp_device_addr_t;
 
@@ -62,13 +68,14 @@ typedef struct uct_tcp_iface_addr {
 /**
  * First bytes a connecting ep writes: who is talking (its own device and
  * listening port), so that the accepting iface can name the peer in logs and
- * reject anything that is not a tcp iface of this project. 16 bytes.
+ * reject anything that is not a tcp iface of this project. 28 bytes.
  */
 typedef struct uct_tcp_hello {
     uint32_t magic;     /**< UCT_TCP_HELLO_MAGIC, little-endian */
     uint8_t  version;   /**< UCT_TCP_WIRE_VERSION */
-    uint8_t  reserved[3];
-    uint32_t in_addr;   /**< sender's device address, network byte order */
+    uint8_t family;     /**< UCT_TCP_ADDR_FAMILY_INET4 or _INET6 */
+    uint8_t reserved[2];
+    uint8_t addr[UCT_TCP_WIRE_ADDR_LEN]; /**< sender's device address */
     uint16_t port;      /**< sender's listening port, network byte order */
     uint16_t reserved2;
 } UCS_S_PACKED uct_tcp_hello_t;
@@ -102,31 +109,24 @@ static inline uint32_t uct_tcp_frame_hdr_length(const uct_tcp_frame_hdr_t *hdr)
 }
 
 /**
- * Whether @a in_addr (network byte order) can be the address of a peer's
- * iface: not 0.0.0.0, multicast, broadcast or the reserved class E range.
- */
-static inline int uct_tcp_in_addr_is_unicast(uint32_t in_addr)
-{
-    uint32_t host = ntohl(in_addr);
-
-    return (host != INADDR_ANY) && !IN_MULTICAST(host) && !IN_BADCLASS(host) &&
-           (host != INADDR_BROADCAST);
-}
-
-/**
- * Check a device address blob from a peer.
+ * Check a device address blob from a peer and rebuild its address.
+ * @param scope_id  interface index used for a link-local IPv6 peer.
+ * @param addr_p    receives the address (port 0); may be NULL.
  * @return UCS_OK, or UCS_ERR_INVALID_ADDR when it is NULL, of another
  *         version or family, or names an address no iface can listen on.
  */
-static inline ucs_status_t
-uct_tcp_device_addr_check(const uct_tcp_device_addr_t *addr)
+static inline ucs_status_t uct_tcp_device_addr_unpack(const uct_tcp_device_addr_t *addr,
+                                                      uint32_t scope_id,
+                                                      uct_tcp_sockaddr_t *addr_p)
 {
+    uct_tcp_sockaddr_t sa;
+
     if ((addr == NULL) || (addr->version != UCT_TCP_WIRE_VERSION) ||
-        (addr->family != UCT_TCP_ADDR_FAMILY_INET4) || (addr->reserved != 0) ||
-        !uct_tcp_in_addr_is_unicast(addr->in_addr)) {
+        (addr->reserved != 0)) {
         return UCS_ERR_INVALID_ADDR;
     }
-    return UCS_OK;
+    return uct_tcp_sockaddr_from_wire(addr->family, addr->addr, 0, scope_id,
+                                      (addr_p != NULL) ? addr_p : &sa);
 }
 
 /**

@@ -46,22 +46,6 @@ namespace {
 
 const uint8_t AM_ID = 7;
 
-/* Wire layout of the tcp addresses (src/uct/tcp/tcp_wire.h), rebuilt here
- * on purpose: the tests check what goes on the wire, not the header. */
-struct tcp_dev_addr {
-    uint8_t  version;
-    uint8_t  family;
-    uint16_t reserved;
-    uint32_t in_addr;
-    uint64_t loopback_id;
-} __attribute__((packed));
-
-struct tcp_iface_addr {
-    uint8_t  version;
-    uint8_t  reserved;
-    uint16_t port;
-} __attribute__((packed));
-
 /* Listening TCP sockets (address:port) of this process, from the socket
  * inodes of /proc/self/fd matched against /proc/net/tcp. */
 std::set<std::string> own_listening_sockets()
@@ -194,14 +178,18 @@ TEST_F(test_uct_tcp, offers_active_messages_pending_and_peer_failure_handling)
     EXPECT_EQ(0u, e->md_attr().rkey_packed_size);
 }
 
-TEST_F(test_uct_tcp, lists_each_up_ipv4_interface_once_including_lo)
+TEST_F(test_uct_tcp, lists_each_up_ip_interface_once_including_lo)
 {
     std::set<std::string> expected, listed;
     struct ifaddrs *ifaddrs, *ifa;
 
+    /* UCX_TCP_AF_PRIO's default names both families: an interface with
+     * only an IPv6 address is a device too. */
     ASSERT_EQ(0, getifaddrs(&ifaddrs));
     for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
-        if ((ifa->ifa_addr != NULL) && (ifa->ifa_addr->sa_family == AF_INET) &&
+        if ((ifa->ifa_addr != NULL) &&
+            ((ifa->ifa_addr->sa_family == AF_INET) ||
+             (ifa->ifa_addr->sa_family == AF_INET6)) &&
             (ifa->ifa_flags & IFF_UP)) {
             expected.insert(ifa->ifa_name);
         }
@@ -582,11 +570,32 @@ TEST_F(test_uct_tcp, garbage_address_blobs_are_unreachable_and_refused)
         return std::string((const char*)&d, sizeof(d));
     };
     std::vector<std::string> bad_devs = {
-        with_dev([](tcp_dev_addr &d) { d.version = 2; }),
-        with_dev([](tcp_dev_addr &d) { d.family = 6; }),
-        with_dev([](tcp_dev_addr &d) { d.in_addr = htonl(INADDR_ANY); }),
-        with_dev([](tcp_dev_addr &d) { d.in_addr = htonl(INADDR_BROADCAST); }),
-        with_dev([](tcp_dev_addr &d) { d.in_addr = inet_addr("224.0.0.1"); }),
+        with_dev([](tcp_dev_addr &d) { d.version = 1; }),
+        with_dev([](tcp_dev_addr &d) { d.version = 3; }),
+        with_dev([](tcp_dev_addr &d) { d.family = 5; }),
+        with_dev([](tcp_dev_addr &d) { d.reserved = 1; }),
+        with_dev([](tcp_dev_addr &d) { tcp_dev_addr_set_in4(d, htonl(INADDR_ANY)); }),
+        with_dev(
+            [](tcp_dev_addr &d) { tcp_dev_addr_set_in4(d, htonl(INADDR_BROADCAST)); }),
+        with_dev(
+            [](tcp_dev_addr &d) { tcp_dev_addr_set_in4(d, inet_addr("224.0.0.1")); }),
+        with_dev(
+            [](tcp_dev_addr &d) { tcp_dev_addr_set_in4(d, inet_addr("240.0.0.1")); }),
+        /* IPv4 with garbage after the 4 address bytes */
+        with_dev([](tcp_dev_addr &d) { d.addr[9] = 1; }),
+        /* IPv6 that no iface can listen on: ::, ff02::1, ::ffff:127.0.0.1 */
+        with_dev([](tcp_dev_addr &d) {
+            d.family = 6;
+            memset(d.addr, 0, 16);
+        }),
+        with_dev([](tcp_dev_addr &d) {
+            d.family = 6;
+            inet_pton(AF_INET6, "ff02::1", d.addr);
+        }),
+        with_dev([](tcp_dev_addr &d) {
+            d.family = 6;
+            inet_pton(AF_INET6, "::ffff:127.0.0.1", d.addr);
+        }),
         std::string(dev.size(), '\0'),
     };
     for (const std::string &d : bad_devs) {
@@ -606,9 +615,18 @@ TEST_F(test_uct_tcp, garbage_address_blobs_are_unreachable_and_refused)
     /* Well formed, but another host's or namespace's loopback, or a
      * network address seen from the loopback device: not reachable. */
     std::string other_lo = with_dev([](tcp_dev_addr &d) { d.loopback_id ^= 0x5a5a; });
-    std::string remote   = with_dev([](tcp_dev_addr &d) {
-        d.in_addr = inet_addr("192.0.2.1");
+    std::string remote   = with_dev(
+        [](tcp_dev_addr &d) { tcp_dev_addr_set_in4(d, inet_addr("192.0.2.1")); });
+    /* An IPv6 loopback address of this very namespace: a valid blob, but
+     * of the other family than this IPv4 iface. */
+    std::string other_family = with_dev([](tcp_dev_addr &d) {
+        d.family = 6;
+        inet_pton(AF_INET6, "::1", d.addr);
     });
+    EXPECT_FALSE(uct_iface_is_reachable(a->iface(),
+                                        (const uct_device_addr_t *)other_family.data(),
+                                        (const uct_iface_addr_t *)ifa.data()));
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, try_create(other_family, ifa));
     EXPECT_FALSE(uct_iface_is_reachable(a->iface(), (const uct_device_addr_t*)other_lo.data(),
                                         (const uct_iface_addr_t*)ifa.data()));
     EXPECT_FALSE(uct_iface_is_reachable(a->iface(), (const uct_device_addr_t*)remote.data(),
@@ -734,19 +752,20 @@ TEST_F(test_uct_tcp, a_peer_sending_a_malformed_frame_is_disconnected)
     std::string ifa    = b->iface_address();
     memcpy(&ia, ifa.data(), sizeof(ia));
 
-    /* A proper hello (magic "UCTT", version 1, a listening address), then a
-     * frame header claiming 4 GiB: it must neither be allocated nor reach
-     * a handler. */
-    uint8_t msg[24];
+    /* A proper hello (magic "UCTT", version 2, family 4, a listening
+     * address), then a frame header claiming 4 GiB: it must neither be
+     * allocated nor reach a handler. */
+    uint8_t msg[36];
     memset(msg, 0, sizeof(msg));
     memcpy(msg, "UCTT", 4);
-    msg[4]             = 1;
+    msg[4]             = 2;
+    msg[5]             = 4;
     uint32_t lo        = htonl(INADDR_LOOPBACK);
     memcpy(msg + 8, &lo, 4);
-    memcpy(msg + 12, &ia.port, 2);
-    msg[16]            = AM_ID;
+    memcpy(msg + 24, &ia.port, 2);
+    msg[28]            = AM_ID;
     uint32_t huge      = 0xffffffffu;
-    memcpy(msg + 20, &huge, 4);
+    memcpy(msg + 32, &huge, 4);
 
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     ASSERT_GE(fd, 0);

@@ -16,6 +16,28 @@
 
 namespace ucx_test {
 
+/* Wire layout of the tcp addresses (src/uct/tcp/tcp_wire.h), rebuilt here
+ * on purpose: the tests check what goes on the wire, not the header. */
+struct tcp_dev_addr {
+    uint8_t version;
+    uint8_t family;
+    uint16_t reserved;
+    uint8_t addr[16];
+    uint64_t loopback_id;
+} __attribute__((packed));
+
+/* Set the IPv4 address of a device address (first 4 of its 16 bytes). */
+inline void tcp_dev_addr_set_in4(tcp_dev_addr &d, uint32_t in_addr)
+{
+    memcpy(d.addr, &in_addr, sizeof(in_addr));
+}
+
+struct tcp_iface_addr {
+    uint8_t version;
+    uint8_t reserved;
+    uint16_t port;
+} __attribute__((packed));
+
 /** The tcp transport on "lo"; false when this build or host has none. */
 inline bool tcp_lo_resource(uct_resource &res)
 {
