@@ -3,10 +3,11 @@
 # ranks) and h0 (mpirun), joined by a bridge, addresses of 192.0.2.0/24 (a
 # documentation range that exists only inside them). mpirun starts its
 # daemons through a launch agent that enters the namespace named by the host
-# (no ssh). pml ucx and osc ucx over our libraries; the test programs check
-# their data. Each rank reports the namespace it ran in, and the job must
-# span both hosts. Skipped (77) without root, iproute2, namespaces or Open
-# MPI. Cleans up on any exit. See docs/multi-node.md.
+# (no ssh). pml ucx and osc ucx over our libraries; the test programs
+# (point-to-point and its modes, collectives, one-sided) check their data.
+# Each rank reports the namespace it ran in, and the job must span both
+# hosts. Skipped (77) without root, iproute2, namespaces or Open MPI.
+# Cleans up on any exit. See docs/multi-node.md.
 set -uo pipefail
 src=${SRC_DIR:?SRC_DIR not set}
 build=$(realpath "${BUILD_DIR:?BUILD_DIR not set}")
@@ -62,7 +63,7 @@ exec ip netns exec "$host" /bin/sh -c "$*"
 EOF
 chmod +x "$work/agent"
 
-for prog in mpi_p2p mpi_osc mpi_blocking; do
+for prog in mpi_p2p mpi_p2p_modes mpi_coll mpi_osc mpi_blocking; do
     mpicc -O1 -Wall -Werror -o "$work/$prog" "$src/test/mpi/$prog.c" ||
         { echo "FAIL: mpicc $prog.c"; exit 1; }
 done
@@ -78,6 +79,7 @@ run() {
         # one job in 15 here): a launcher failure before any rank ran.
         grep -q "connection back to mpirun" "$out" || break
         echo "note: $prog, $np ranks: Open MPI's daemons could not reach mpirun (try $try)"
+        [ -n "${DEBUG_LAUNCH:-}" ] && cat "$out"
     done
     check "$prog" "$spec" "$np" "$out" $rc
 }
@@ -119,7 +121,7 @@ check() { # PROG HOSTS NP OUT RC
 }
 # ONLY=PROG runs one program (REPEAT times) when chasing a failure.
 for ((r = 0; r < ${REPEAT:-1}; ++r)); do
-    for prog in mpi_p2p mpi_osc; do
+    for prog in mpi_p2p mpi_p2p_modes mpi_coll mpi_osc; do
         [ -n "${ONLY:-}" ] && [ "$ONLY" != $prog ] && continue
         run $prog "${hosts[1]},${hosts[2]}" 2
         run $prog "${hosts[1]}:2,${hosts[2]}:2" 4

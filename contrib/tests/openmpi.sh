@@ -39,7 +39,7 @@ for l in ucp uct ucs ucm; do
 done
 
 failed=0
-for prog in mpi_p2p mpi_osc mpi_pingpong; do
+for prog in mpi_p2p mpi_p2p_modes mpi_coll mpi_osc mpi_pingpong; do
     mpicc -O1 -Wall -Werror -o "$work/$prog" "$src/test/mpi/$prog.c" ||
         { echo "FAIL: mpicc $prog.c"; exit 1; }
 done
@@ -104,7 +104,7 @@ run() {
     fi
 }
 
-for prog in mpi_p2p mpi_osc; do
+for prog in mpi_p2p mpi_p2p_modes mpi_coll mpi_osc; do
     for np in 2 4; do
         run "$prog" $np "$libs" "$prog" "$work/$prog"
     done
