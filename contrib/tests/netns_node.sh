@@ -13,53 +13,32 @@ if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
     echo "SKIPPED: needs root and iproute2 (ip netns)"
     exit 77
 fi
-tag=ucxn$$
-ns1=${tag}a
-ns2=${tag}b
-ns3=${tag}c
-ns4=${tag}d
-tmp=$(mktemp -d)
-cleanup() {
-    for ns in "$ns1" "$ns2" "$ns3" "$ns4"; do
-        ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-        ip netns del "$ns" 2>/dev/null
-    done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap "exit 1" INT TERM
-if ! ip netns add "$ns1" 2>"$tmp/err" || ! ip netns add "$ns2" 2>>"$tmp/err"; then
-    echo "SKIPPED: cannot create network namespaces: $(cat "$tmp/err")"
+. "$(dirname "$0")/../netns-hosts.sh"
+nh_init ucxn$$
+tmp=$nh_dir
+# Hosts a and b: two IPv4 networks, eth0 on 192.0.2.0/24 and eth1 on
+# 198.51.100.0/24. Hosts c and d speak only IPv6: a global address
+# (documentation range 2001:db8::/32) on eth0 and only the kernel's
+# link-local address on eth1, no IPv4 address but loopback's, so tcp must
+# use IPv6.
+if ! nh_net a 192.0.2 - 2>"$tmp/err"; then
+    echo "SKIPPED: cannot create a bridge: $(cat "$tmp/err")"
     exit 77
 fi
-ip link add "${tag}0" netns "$ns1" type veth peer name "${tag}1" netns "$ns2" &&
-ip -n "$ns1" addr add 192.0.2.1/24 dev "${tag}0" &&
-ip -n "$ns2" addr add 192.0.2.2/24 dev "${tag}1" &&
-ip -n "$ns1" link set "${tag}0" up && ip -n "$ns2" link set "${tag}1" up &&
-ip -n "$ns1" link set lo up && ip -n "$ns2" link set lo up ||
-    { echo "FAIL: could not wire the namespaces"; exit 1; }
-
-# A second pair of hosts that speak only IPv6: a global (documentation range
-# 2001:db8::/32) address on one veth pair and only the kernel's link-local
-# address on another. No IPv4 address but loopback's, so tcp must use IPv6.
-# nodad: the addresses are usable at once rather than after duplicate
-# address detection.
-ip netns add "$ns3" && ip netns add "$ns4" &&
-ip link add "${tag}2" netns "$ns3" type veth peer name "${tag}3" netns "$ns4" &&
-ip link add "${tag}4" netns "$ns3" type veth peer name "${tag}5" netns "$ns4" &&
-for ns in "$ns3" "$ns4"; do
-    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
-        net.ipv6.conf.default.accept_dad=0 || exit 1
-done &&
-ip -n "$ns3" addr add 2001:db8::1/64 dev "${tag}2" nodad &&
-ip -n "$ns4" addr add 2001:db8::2/64 dev "${tag}3" nodad &&
-ip -n "$ns3" link set "${tag}2" up && ip -n "$ns4" link set "${tag}3" up &&
-ip -n "$ns3" link set "${tag}4" up && ip -n "$ns4" link set "${tag}5" up &&
-ip -n "$ns3" link set lo up && ip -n "$ns4" link set lo up ||
-    { echo "FAIL: could not wire the IPv6 namespaces"; exit 1; }
-# The link-local address of the second pair, once the kernel has made it.
+if ! nh_host a 2>"$tmp/err"; then
+    echo "SKIPPED: cannot create emulated hosts: $(cat "$tmp/err")"
+    exit 77
+fi
+nh_net b 198.51.100 - && nh_net c6 - 2001:db8 && nh_net l6 - - &&
+nh_host b && nh_host c && nh_host d &&
+nh_attach a a eth0 1 && nh_attach b a eth0 2 &&
+nh_attach a b eth1 1 && nh_attach b b eth1 2 &&
+nh_attach c c6 eth0 1 && nh_attach d c6 eth0 2 &&
+nh_attach c l6 eth1 1 && nh_attach d l6 eth1 2 ||
+    { echo "FAIL: could not wire the emulated hosts"; exit 1; }
+# The link-local address of c's eth1, once the kernel has made it.
 for i in $(seq 50); do
-    ll=$(ip -n "$ns3" -6 -o addr show dev "${tag}4" scope link 2>/dev/null |
+    ll=$(ip -n "$(nh_ns c)" -6 -o addr show dev eth1 scope link 2>/dev/null |
          awk '{ sub("/.*", "", $4); print $4; exit }')
     [ -n "$ll" ] && break
     sleep 0.1
@@ -74,11 +53,11 @@ run_pair() {
     shift 5
     case $addr in *:*) v6=-6 ;; esac
     port=$((port + 1))
-    ip netns exec "$sns" env "$@" timeout 60 "$perf" $v6 -p $port -t tag_lat \
+    nh_exec "$sns" env "$@" timeout 60 "$perf" $v6 -p $port -t tag_lat \
         --sizes 8,65536 -n 200 >"$tmp/server" 2>&1 &
     local server=$!
     sleep 0.5
-    if ! ip netns exec "$cns" env "$@" timeout 60 "$perf" $v6 "$addr" -p $port \
+    if ! $(nh_enter "$cns") env "$@" timeout 60 "$perf" $v6 "$addr" -p $port \
          -t tag_lat --sizes 8,65536 -n 200 --csv >"$tmp/csv" 2>"$tmp/err"; then
         echo "FAIL $name: the client failed"
         cat "$tmp/err" "$tmp/server"
@@ -98,18 +77,83 @@ run_pair() {
 }
 
 # One node: posix for messages, cma for the rendezvous read.
-run_pair "two processes in one namespace use shared memory" "$ns1" "$ns1" 127.0.0.1 "posix|cma"
-run_pair "two emulated hosts use tcp" "$ns1" "$ns2" 192.0.2.1 tcp
-run_pair "two IPv6-only hosts use tcp over IPv6" "$ns3" "$ns4" 2001:db8::1 tcp
-run_pair "IPv6-only hosts, only the global-address interface" "$ns3" "$ns4" \
-    2001:db8::1 tcp UCX_NET_DEVICES="${tag}2,${tag}3"
+run_pair "two processes in one host use shared memory" a a 127.0.0.1 "posix|cma"
+run_pair "two emulated hosts use tcp" a b 192.0.2.1 tcp
+run_pair "two IPv6-only hosts use tcp over IPv6" c d 2001:db8::1 tcp
+run_pair "IPv6-only hosts, only the global-address interface" c d \
+    2001:db8::1 tcp UCX_NET_DEVICES=eth0
 if [ -n "$ll" ]; then
-    run_pair "IPv6 hosts joined only by link-local addresses" "$ns3" "$ns4" \
-        "$ll%${tag}5" tcp UCX_NET_DEVICES="${tag}4,${tag}5"
+    run_pair "IPv6 hosts joined only by link-local addresses" c d \
+        "$ll%eth1" tcp UCX_NET_DEVICES=eth1
 else
-    echo "FAIL: no link-local address appeared on ${tag}4"
+    echo "FAIL: no link-local address appeared on c's eth1"
     rc=1
 fi
-run_pair "IPv4 hosts, IPv6 preferred but absent: IPv4 is used" "$ns1" "$ns2" \
+run_pair "IPv4 hosts, IPv6 preferred but absent: IPv4 is used" a b \
     192.0.2.1 tcp UCX_TCP_AF_PRIO=inet6,inet
+
+# run_devs NAME SERVER_DEVS CLIENT_DEVS DEV: UCX_NET_DEVICES on each side,
+# 100 + 10 (the warm-up, a tenth) 1 MiB messages from b to a, connected
+# through a's eth0 address: the payload must leave b by DEV and not by the
+# other interface.
+run_devs() {
+    local name=$1 sdevs=$2 cdevs=$3 dev=$4 other tx0 tx1 sent stray
+    [ "$dev" = eth0 ] && other=eth1 || other=eth0
+    port=$((port + 1))
+    tx0=$(nh_tx_bytes b "$dev") tx1=$(nh_tx_bytes b "$other")
+    nh_exec a env UCX_NET_DEVICES="$sdevs" timeout 60 "$perf" -p $port -t tag_bw \
+        -s 1048576 -n 100 >"$tmp/server" 2>&1 &
+    local server=$!
+    sleep 0.5
+    if ! $(nh_enter b) env UCX_NET_DEVICES="$cdevs" timeout 60 "$perf" 192.0.2.1 \
+         -p $port -t tag_bw -s 1048576 -n 100 >"$tmp/client" 2>&1; then
+        echo "FAIL $name: the client failed"
+        cat "$tmp/client" "$tmp/server"
+        rc=1
+        wait $server
+        return
+    fi
+    wait $server
+    sent=$(($(nh_tx_bytes b "$dev") - tx0))
+    stray=$(($(nh_tx_bytes b "$other") - tx1))
+    # 110 MiB of payload; 10000 warm-up messages would be 10 GiB.
+    if [ $sent -lt $((110 << 20)) ] || [ $sent -gt $((300 << 20)) ] ||
+       [ $stray -gt $((1 << 20)) ]; then
+        echo "FAIL $name: b sent $sent bytes by $dev and $stray by $other"
+        rc=1
+    else
+        echo "PASS $name: b sent $((sent >> 20)) MiB by $dev, $stray bytes by $other"
+    fi
+}
+run_devs "UCX_NET_DEVICES=eth1: the traffic leaves by eth1" eth1 eth1 eth1
+run_devs "UCX_NET_DEVICES=eth0: the traffic leaves by eth0" eth0 eth0 eth0
+
+# expect_error NAME SERVER_DEVS CLIENT_DEVS PATTERN: the client (and the
+# server, when it got as far as an endpoint) fail at once with a message
+# matching PATTERN; a hang is a failure (timeout).
+expect_error() {
+    local name=$1 sdevs=$2 cdevs=$3 pattern=$4 crc srv
+    port=$((port + 1))
+    nh_exec a env UCX_NET_DEVICES="$sdevs" timeout 30 "$perf" -p $port -t tag_lat \
+        -s 8 -n 10 >"$tmp/server" 2>&1 &
+    srv=$!
+    sleep 0.5
+    $(nh_enter b) env UCX_NET_DEVICES="$cdevs" timeout 30 "$perf" 192.0.2.1 -p $port \
+        -t tag_lat -s 8 -n 10 >"$tmp/client" 2>&1
+    crc=$?
+    wait $srv
+    if [ $crc -eq 0 ] || [ $crc -ge 124 ] || ! grep -q "$pattern" "$tmp/client"; then
+        echo "FAIL $name: client exit $crc, expected an error matching '$pattern'"
+        cat "$tmp/client"
+        rc=1
+    else
+        echo "PASS $name: $(grep -o "$pattern.*" "$tmp/client" | head -1 | cut -c1-110)"
+    fi
+}
+# a's eth0 and b's eth1 are on different networks: the kernel would carry
+# the traffic by b's eth0, which UCX_NET_DEVICES excluded.
+expect_error "hosts whose chosen interfaces share no network fail clearly" eth0 eth1 \
+    "no transport of worker .* reaches the peer"
+expect_error "an unknown device in UCX_NET_DEVICES is named" all nosuch0 \
+    "device 'nosuch0' is not offered"
 exit $rc

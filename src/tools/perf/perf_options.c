@@ -79,7 +79,7 @@ void perf_options_usage(FILE *stream)
 "                    auto (cudart when it works here, else the driver),\n"
 "                    runtime (cudaMalloc, cudaMallocAsync, ...) or driver\n"
 "     -n <iters>     number of iterations to run (%d)\n"
-"     -w <iters>     number of warm-up iterations (%d)\n"
+"     -w <iters>     number of warm-up iterations (%d; at most a tenth of -n)\n"
 "     -c <cpulist>   set affinity to this CPU list (off); with -L the client\n"
 "                    takes the first CPU and the server the second\n"
 "     -O <count>     maximal number of uncompleted outstanding sends (0: no limit)\n"
@@ -463,6 +463,10 @@ static int perf_options_check(perf_options_t *opts, int loopback, int local)
         perf_print_error("-n: the number of iterations must be at least 1");
         return -1;
     }
+    /* Warm-up is at most a tenth of the measured run (rounded up), as in
+     * upstream's tool: "-n 20 -s 64M" must not first move 10000 messages. */
+    opts->params.warmup = (opts->params.warmup < (opts->params.iters + 9) / 10) ?
+                          opts->params.warmup : (opts->params.iters + 9) / 10;
     if (!(opts->params.percentile > 0.0) || (opts->params.percentile > 100.0)) {
         perf_print_error("-R: the percentile rank must be in (0, 100]");
         return -1;

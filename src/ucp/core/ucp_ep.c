@@ -110,6 +110,34 @@ ucp_ep_h ucp_ep_alloc(ucp_worker_h worker, unsigned ep_flags)
     return ep;
 }
 
+/* Slow path: the error of an endpoint no transport can serve names what
+ * each side offered, which is what a user needs to fix UCX_TLS or
+ * UCX_NET_DEVICES (or to see that the peer runs on another node). */
+static void ucp_ep_log_unreachable(ucp_worker_h worker,
+                                   const ucp_unpacked_address_t *addr, int same_host)
+{
+    char local[256] = "", remote[256] = "";
+    size_t len = 0, rlen = 0;
+    const ucp_tl_rsc_t *rsc;
+    unsigned i;
+
+    for (i = 0; (i < worker->num_ifaces) && (len < sizeof(local)); ++i) {
+        rsc = &worker->context->rscs[worker->ifaces[i].rsc_index];
+        len += snprintf(local + len, sizeof(local) - len, "%s%s/%s", i ? " " : "",
+                        rsc->desc.tl_name, rsc->desc.dev_name);
+    }
+    for (i = 0; (i < addr->num_entries) && (rlen < sizeof(remote)); ++i) {
+        rlen += snprintf(remote + rlen, sizeof(remote) - rlen, "%s%s", i ? " " : "",
+                         addr->entries[i].tl_name);
+    }
+    ucs_error("ucp: no transport of worker %s reaches the peer (uuid 0x%llx, on %s "
+              "node): this worker has [%s], the peer offers [%s]; UCX_TLS and "
+              "UCX_NET_DEVICES choose the local ones, and UCX_LOG_LEVEL=debug "
+              "shows why each pair was refused",
+              worker->name, (unsigned long long)addr->uuid,
+              same_host ? "the same" : "another", local, remote);
+}
+
 ucs_status_t ucp_ep_connect_lanes(ucp_ep_h ep, const ucp_unpacked_address_t *addr,
                                   int loopback)
 {
@@ -125,9 +153,7 @@ ucs_status_t ucp_ep_connect_lanes(ucp_ep_h ep, const ucp_unpacked_address_t *add
 
     if (!ucp_ep_select_am_lane(worker, addr, loopback && (addr->uuid == worker->uuid),
                                same_host, &wiface, &entry)) {
-        ucs_error("ucp: no transport of worker %s reaches the peer (uuid 0x%llx, "
-                  "%u address entries)", worker->name,
-                  (unsigned long long)addr->uuid, addr->num_entries);
+        ucp_ep_log_unreachable(worker, addr, same_host);
         return UCS_ERR_UNREACHABLE;
     }
 

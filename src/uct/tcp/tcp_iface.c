@@ -32,7 +32,6 @@
 #define UCT_TCP_MIN_SEG_SIZE       64
 #define UCT_TCP_MAX_SEG_SIZE       (16ul * 1024 * 1024)
 
-
 static ucs_config_field_t uct_tcp_iface_config_fields[] = {
     {"SEG_SIZE", "64K",
      "Largest am_bcopy payload, and the size of each connection's receive\n"
@@ -67,6 +66,14 @@ static ucs_config_field_t uct_tcp_iface_config_fields[] = {
      "at once instead of waiting to be merged with the next one.",
      offsetof(uct_tcp_iface_config_t, nodelay), UCS_CONFIG_TYPE_BOOL},
 
+    {"ROUTE_CHECK", "y",
+     "Pair an interface with a peer's address only when the kernel routes that\n"
+     "address out of this interface, so that traffic of an iface chosen by\n"
+     "UCX_NET_DEVICES never leaves by another device. n: any address of the\n"
+     "same family is taken as reachable (for policy routing, where the main\n"
+     "table does not tell the path).",
+     offsetof(uct_tcp_iface_config_t, route_check), UCS_CONFIG_TYPE_BOOL},
+
     {"KEEPIDLE", "10s",
      "Idle time of a connection before the kernel sends keepalive probes\n"
      "(SO_KEEPALIVE, TCP_KEEPIDLE); 'inf' turns them off. With KEEPINTVL and\n"
@@ -75,7 +82,8 @@ static ucs_config_field_t uct_tcp_iface_config_fields[] = {
      "KEEPINTVL * KEEPCNT fails the endpoint (UCS_ERR_ENDPOINT_TIMEOUT), found\n"
      "by the keepalive probes of UCP (UCX_KEEPALIVE_INTERVAL). A peer that is\n"
      "only slow to receive still acknowledges and is not failed.",
-     offsetof(uct_tcp_iface_config_t, keepidle), UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
+     offsetof(uct_tcp_iface_config_t, keepidle),
+     UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
 
     {"KEEPINTVL", "2s",
      "Time between two keepalive probes of the kernel (TCP_KEEPINTVL).",
@@ -86,8 +94,7 @@ static ucs_config_field_t uct_tcp_iface_config_fields[] = {
      "connection (TCP_KEEPCNT).",
      offsetof(uct_tcp_iface_config_t, keepcnt), UCS_CONFIG_TYPE_UINT},
 
-    {NULL}
-};
+    {NULL}};
 
 static ucs_config_table_entry_t uct_tcp_iface_config_entry = {
     .name   = "TCP transport",
@@ -394,10 +401,11 @@ static ucs_status_t uct_tcp_iface_get_address(uct_iface_h tl_iface,
 
 /*
  * A loopback iface reaches only loopback addresses of the same host and
- * network namespace; a network device reaches any other unicast address of
- * its own family (routing decides the rest, and a failure shows up as a
- * connection error). A host with both families thus pairs an IPv4 iface
- * with the peer's IPv4 one and an IPv6 iface with its IPv6 one.
+ * network namespace; a network device reaches the unicast addresses of its
+ * own family that the kernel routes out of it (UCX_TCP_ROUTE_CHECK). A host
+ * with both families thus pairs an IPv4 iface with the peer's IPv4 one and
+ * an IPv6 iface with its IPv6 one, and a host with two networks each iface
+ * with the peer's address on its own network.
  */
 static int uct_tcp_iface_is_reachable(const uct_iface_h tl_iface,
                                       const uct_device_addr_t *dev_addr,
@@ -425,7 +433,11 @@ static int uct_tcp_iface_is_reachable(const uct_iface_h tl_iface,
     if (local_lo != uct_tcp_sockaddr_is_loopback(&peer_sa)) {
         return 0;
     }
-    return !local_lo || (le64toh(peer.loopback_id) == uct_tcp_netif_loopback_id());
+    if (local_lo) {
+        return le64toh(peer.loopback_id) == uct_tcp_netif_loopback_id();
+    }
+    return !iface->route_check ||
+           uct_tcp_netif_routes_via(iface->dev_name, &iface->addr, &peer_sa);
 }
 
 static void uct_tcp_iface_close(uct_iface_h tl_iface)
@@ -564,6 +576,7 @@ static ucs_status_t uct_tcp_iface_open(uct_md_h md, uct_worker_h worker,
     iface->sock_opts.sndbuf  = (config->sndbuf == UCS_MEMUNITS_AUTO) ? 0 : config->sndbuf;
     iface->sock_opts.rcvbuf  = (config->rcvbuf == UCS_MEMUNITS_AUTO) ? 0 : config->rcvbuf;
     iface->sock_opts.nodelay = config->nodelay;
+    iface->route_check       = config->route_check;
     status = uct_tcp_iface_keepalive_init(iface, config);
     if (status != UCS_OK) {
         goto err_free;

@@ -87,6 +87,7 @@ typedef struct uct_tcp_iface_config {
     size_t             sndbuf;     /**< UCS_MEMUNITS_AUTO: kernel default */
     size_t             rcvbuf;     /**< UCS_MEMUNITS_AUTO: kernel default */
     int                nodelay;
+    int route_check; /**< pair only with peers routed via us */
     size_t             max_zcopy;
     double             keepidle;   /**< s; UCS_CONFIG_TIME_INF: off */
     double             keepintvl;  /**< s */
@@ -106,6 +107,7 @@ typedef struct uct_tcp_iface {
     size_t              max_short;   /**< am_short limit, 8-byte header included */
     size_t              max_zcopy;
     double              bandwidth;   /**< bytes/second for iface_query */
+    int route_check;                 /**< UCX_TCP_ROUTE_CHECK */
     uct_recv_desc_t     release_desc; /**< frees kept large-frame descriptors */
     ucs_list_link_t     eps;         /**< uct_tcp_ep_t::list */
     ucs_list_link_t     rx_conns;    /**< uct_tcp_rx_conn_t::list */

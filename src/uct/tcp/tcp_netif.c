@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 ucs_status_t uct_tcp_af_prio_parse(const char *const *names, unsigned count,
                                    uct_tcp_af_prio_t *prio_p)
@@ -190,6 +191,69 @@ ucs_status_t uct_tcp_netif_addr(const char *name, const uct_tcp_af_prio_t *prio,
 
     freeifaddrs(ifaddrs);
     return status;
+}
+
+static int uct_tcp_netif_same_host_addr(const struct sockaddr *a,
+                                        const uct_tcp_sockaddr_t *b)
+{
+    if (a->sa_family != b->sa.sa_family) {
+        return 0;
+    }
+    if (a->sa_family == AF_INET) {
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == b->in.sin_addr.s_addr;
+    }
+    return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &b->in6.sin6_addr,
+                   sizeof(b->in6.sin6_addr));
+}
+
+/* The device that carries address @a src: getifaddrs() is the portable way
+ * to map an address back to its interface. */
+static int uct_tcp_netif_addr_is_on(const char *name, const uct_tcp_sockaddr_t *src)
+{
+    struct ifaddrs *ifaddrs, *ifa;
+    int found = 0;
+
+    if (uct_tcp_netif_getifaddrs(&ifaddrs) != UCS_OK) {
+        return 0;
+    }
+    for (ifa = ifaddrs; (ifa != NULL) && !found; ifa = ifa->ifa_next) {
+        found = (ifa->ifa_addr != NULL) && !strcmp(ifa->ifa_name, name) &&
+                uct_tcp_netif_same_host_addr(ifa->ifa_addr, src);
+    }
+    freeifaddrs(ifaddrs);
+    return found;
+}
+
+int uct_tcp_netif_routes_via(const char *name, const uct_tcp_sockaddr_t *local,
+                             const uct_tcp_sockaddr_t *remote)
+{
+    char rbuf[UCT_TCP_SOCKADDR_STRLEN];
+    uct_tcp_sockaddr_t dst = *remote, src;
+    socklen_t len          = sizeof(src);
+    int fd, ok;
+
+    fd = socket(dst.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return 0;
+    }
+    /* Any non-zero port: a UDP connect only looks up the route. */
+    uct_tcp_sockaddr_set_port(&dst, 9);
+    ok = (connect(fd, &dst.sa, uct_tcp_sockaddr_len(&dst)) == 0) &&
+         (getsockname(fd, &src.sa, &len) == 0);
+    close(fd);
+    if (!ok) {
+        ucs_debug("tcp %s: no route to %s: %s", name,
+                  uct_tcp_sockaddr_str(remote, rbuf, sizeof(rbuf)), strerror(errno));
+        return 0;
+    }
+
+    ok = uct_tcp_netif_same_host_addr(&src.sa, local) ||
+         uct_tcp_netif_addr_is_on(name, &src);
+    if (!ok) {
+        ucs_debug("tcp %s: %s is routed through another interface", name,
+                  uct_tcp_sockaddr_str(remote, rbuf, sizeof(rbuf)));
+    }
+    return ok;
 }
 
 double uct_tcp_netif_bandwidth(const char *name)

@@ -63,6 +63,22 @@ ucs_status_t uct_tcp_netif_addr(const char *name, const uct_tcp_af_prio_t *prio,
                                 uct_tcp_sockaddr_t *addr_p);
 
 /**
+ * Whether the kernel sends packets for @a remote out of interface @a name
+ * (the routing table's choice, found by connecting a UDP socket, which
+ * sends nothing, and looking up the device of the source address it gets).
+ * An iface pairs with a peer address only through the device its route
+ * takes, so that UCX_NET_DEVICES also decides the path and traffic meant
+ * for one interface never leaves by another.
+ *
+ * @param local  the iface's own address: the source address is usually
+ *               this one, which spares a getifaddrs() call.
+ * @return 1 when routed through @a name, 0 when through another device or
+ *         not routable at all.
+ */
+int uct_tcp_netif_routes_via(const char *name, const uct_tcp_sockaddr_t *local,
+                             const uct_tcp_sockaddr_t *remote);
+
+/**
  * Link speed of @a name in bytes per second from
  * /sys/class/net/<name>/speed, or 0 when the kernel does not know it
  * (loopback, most virtual devices, a link that is down).

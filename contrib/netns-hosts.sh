@@ -1,0 +1,141 @@
+# Emulated hosts on one Linux machine, for tests and benchmarks that need
+# more than one node. Source this file (bash), then:
+#
+#   nh_init TAG             names everything TAG... and removes it all at exit
+#   nh_net NET V4 V6        a network (a bridge): V4 is a /24 prefix such as
+#                           192.0.2, V6 a /64 prefix such as 2001:db8:1 ("-"
+#                           for none; with both "-" only link-local IPv6)
+#   nh_host HOST            a host: its own network, UTS (hostname TAGHOST), IPC
+#                           and mount namespaces, with a private /dev/shm
+#   nh_attach HOST NET IF N an interface IF of HOST on NET, address V4.N/24
+#                           and V6::N/64
+#   nh_exec HOST CMD...     run CMD inside HOST (all its namespaces)
+#   nh_enter HOST           the command words that enter HOST, for programs
+#                           that take a command (timeout, env): $(nh_enter H)
+#   nh_ns HOST              the network namespace's name (for ip -n)
+#   nh_agent                path of a launch agent, "agent [opts] HOST CMD"
+#                           (HOST or TAGHOST), for Open MPI's plm_rsh_agent
+#   nh_link HOST IF up|down set a host's interface up or down
+#   nh_host_del HOST        kill everything in HOST and remove it
+#   nh_tx_bytes HOST IF     bytes sent so far by a host's interface
+#
+# Addresses come from documentation ranges (RFC 5737, RFC 3849), which exist
+# only inside the namespaces, so nothing leaves the machine. The namespaces
+# of a host are held by one "sleep" process; nh_exec enters them with
+# nsenter. /tmp stays shared so that programs built outside are visible.
+# Needs root, iproute2 and util-linux (unshare, nsenter). Functions return
+# non-zero with a message on stderr when the kernel refuses.
+
+nh_tag=
+nh_dir=
+declare -A nh_v4 nh_v6 nh_pid
+nh_nets=()
+nh_hosts=()
+
+nh_init() {
+    nh_tag=${1:?nh_init TAG}
+    nh_dir=$(mktemp -d "/tmp/${nh_tag}.XXXXXX") || return 1
+    trap nh_cleanup EXIT
+    trap 'exit 1' INT TERM
+}
+
+nh_cleanup() {
+    local h n
+    for h in "${nh_hosts[@]}"; do
+        nh_host_del "$h"
+    done
+    for n in "${nh_nets[@]}"; do
+        ip link del "${nh_tag}$n" 2>/dev/null
+    done
+    [ -n "$nh_dir" ] && rm -rf "$nh_dir"
+    nh_hosts=() nh_nets=() nh_dir=
+}
+
+nh_ns() { echo "${nh_tag}$1"; }
+
+nh_net() {
+    local net=$1
+    nh_v4[$net]=$2 nh_v6[$net]=$3
+    ip link add "${nh_tag}$net" type bridge || return 1
+    nh_nets+=("$net")
+    # A bridge without IPv6 on the root side: it only forwards.
+    sysctl -qw "net.ipv6.conf.${nh_tag}$net.disable_ipv6=1" 2>/dev/null
+    ip link set "${nh_tag}$net" up
+}
+
+nh_host() {
+    local h=$1 ns="${nh_tag}$1" i
+    ip netns add "$ns" || return 1
+    nh_hosts+=("$h")
+    ip -n "$ns" link set lo up
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
+        net.ipv6.conf.default.accept_dad=0 2>/dev/null
+    # The holder: its own hostname, System V IPC and /dev/shm, as a separate
+    # machine would have (Open MPI's session directory is named by the host).
+    ip netns exec "$ns" unshare --uts --ipc --mount --propagation private sh -c \
+        "hostname '$ns' && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && \
+         echo \$\$ >'$nh_dir/$h.pid' && exec sleep infinity" </dev/null >/dev/null 2>&1 &
+    disown
+    for i in $(seq 100); do
+        [ -s "$nh_dir/$h.pid" ] && break
+        sleep 0.05
+    done
+    if [ ! -s "$nh_dir/$h.pid" ]; then
+        echo "nh_host $h: the holder of its namespaces did not start" >&2
+        return 1
+    fi
+    nh_pid[$h]=$(cat "$nh_dir/$h.pid")
+}
+
+nh_attach() {
+    local h=$1 net=$2 ifc=$3 n=$4 ns="${nh_tag}$1" peer
+    peer="${nh_tag}${net}$n"
+    ip link add "$peer" type veth peer name "$ifc" netns "$ns" || return 1
+    ip link set "$peer" master "${nh_tag}$net" up || return 1
+    if [ "${nh_v4[$net]}" != - ]; then
+        ip -n "$ns" addr add "${nh_v4[$net]}.$n/24" dev "$ifc" || return 1
+    fi
+    if [ "${nh_v6[$net]}" != - ]; then
+        ip -n "$ns" addr add "${nh_v6[$net]}::$n/64" dev "$ifc" nodad || return 1
+    fi
+    ip -n "$ns" link set "$ifc" up
+}
+
+nh_enter() { echo "nsenter -t ${nh_pid[$1]:?no host $1} -u -i -m -n --"; }
+
+nh_exec() {
+    local h=$1
+    shift
+    $(nh_enter "$h") "$@"
+}
+
+nh_agent() {
+    local a="$nh_dir/agent"
+    if [ ! -x "$a" ]; then
+        cat >"$a" <<EOF
+#!/bin/bash
+# Open MPI launch agent: "agent [options] HOST COMMAND..." runs COMMAND
+# inside the emulated host HOST.
+while [[ "\$1" == -* ]]; do shift; done
+host=\${1#$nh_tag}
+shift
+pid=\$(cat "$nh_dir/\$host.pid" 2>/dev/null) ||
+    { echo "agent: no emulated host \$host" >&2; exit 1; }
+exec nsenter -t "\$pid" -u -i -m -n -- /bin/sh -c "\$*"
+EOF
+        chmod +x "$a"
+    fi
+    echo "$a"
+}
+
+nh_link() { ip -n "${nh_tag}$1" link set "$2" "$3"; }
+
+nh_host_del() {
+    local h=$1 ns="${nh_tag}$1"
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+    unset "nh_pid[$h]"
+    return 0
+}
+
+nh_tx_bytes() { ip netns exec "${nh_tag}$1" cat "/sys/class/net/$2/statistics/tx_bytes"; }
