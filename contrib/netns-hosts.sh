@@ -28,7 +28,7 @@
 
 nh_tag=
 nh_dir=
-declare -A nh_v4 nh_v6 nh_pid
+declare -A nh_v4 nh_v6 nh_pid nh_peers
 nh_nets=()
 nh_hosts=()
 
@@ -67,6 +67,7 @@ nh_host() {
     local h=$1 ns="${nh_tag}$1" i
     ip netns add "$ns" || return 1
     nh_hosts+=("$h")
+    rm -f "$nh_dir/$h.pid"
     ip -n "$ns" link set lo up
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
         net.ipv6.conf.default.accept_dad=0 2>/dev/null
@@ -91,6 +92,7 @@ nh_attach() {
     local h=$1 net=$2 ifc=$3 n=$4 ns="${nh_tag}$1" peer
     peer="${nh_tag}${net}$n"
     ip link add "$peer" type veth peer name "$ifc" netns "$ns" || return 1
+    nh_peers[$h]+=" $peer"
     ip link set "$peer" master "${nh_tag}$net" up || return 1
     if [ "${nh_v4[$net]}" != - ]; then
         ip -n "$ns" addr add "${nh_v4[$net]}.$n/24" dev "$ifc" || return 1
@@ -130,11 +132,23 @@ EOF
 
 nh_link() { ip -n "${nh_tag}$1" link set "$2" "$3"; }
 
+# Waits until the host's processes and interfaces are gone, so that a host
+# of the same name can be made again at once.
 nh_host_del() {
-    local h=$1 ns="${nh_tag}$1"
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    local h=$1 ns="${nh_tag}$1" i p
+    for i in $(seq 50); do
+        [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break
+        ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+        sleep 0.1
+    done
+    # The kernel frees a namespace (and the veths in it) later, in the
+    # background: remove the veths now, so that their names are free.
+    for p in ${nh_peers[$h]:-}; do
+        ip link del "$p" 2>/dev/null
+    done
     ip netns del "$ns" 2>/dev/null
-    unset "nh_pid[$h]"
+    unset "nh_pid[$h]" "nh_peers[$h]"
+    rm -f "$nh_dir/$h.pid"
     return 0
 }
 

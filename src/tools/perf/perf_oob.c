@@ -423,6 +423,7 @@ ucs_status_t perf_oob_exchange(perf_oob_t *oob, const char *local_error,
     ucs_status_t status;
     size_t peer_length;
     void *peer_data;
+    double timeout;
 
     if (local_error != NULL) {
         status = perf_oob_send(oob, PERF_OOB_ERROR, local_error, strlen(local_error));
@@ -433,7 +434,15 @@ ucs_status_t perf_oob_exchange(perf_oob_t *oob, const char *local_error,
         return status;
     }
 
-    status = perf_oob_recv_expect(oob, PERF_OOB_BLOB, &peer_data, &peer_length);
+    /* After a failure of our own the peer's report only adds detail, and a
+     * peer on a host that vanished never sends one: wait briefly. */
+    timeout = oob->timeout;
+    if ((local_error != NULL) &&
+        ((timeout <= 0) || (timeout > PERF_OOB_ERROR_WAIT_S))) {
+        oob->timeout = PERF_OOB_ERROR_WAIT_S;
+    }
+    status       = perf_oob_recv_expect(oob, PERF_OOB_BLOB, &peer_data, &peer_length);
+    oob->timeout = timeout;
     if (status != UCS_OK) {
         /* The peer's own failure is the more useful message even when we
          * failed too, so UCS_ERR_REJECTED wins. */

@@ -28,6 +28,10 @@ typedef enum {
 } perf_oob_msg_t;
 
 /** One end of the channel. */
+/** Seconds a side whose run failed waits for the peer's next message (its
+ *  own report, the next test): a peer whose host vanished sends none. */
+#define PERF_OOB_ERROR_WAIT_S 5.0
+
 typedef struct perf_oob {
     int    fd;                   /**< -1 when closed */
     double timeout;              /**< seconds any single receive may wait (<= 0: no limit) */

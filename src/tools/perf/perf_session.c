@@ -375,6 +375,7 @@ static int perf_session_serve(const perf_options_t *opts, perf_oob_t *oob, int q
     ucs_status_t status;
     perf_run_t run;
     int failed = 0;
+    double timeout;
     size_t length;
     void *data;
 
@@ -384,7 +385,14 @@ static int perf_session_serve(const perf_options_t *opts, perf_oob_t *oob, int q
     }
 
     for (;;) {
-        status = perf_oob_recv(oob, &type, &data, &length);
+        /* A client whose run failed sends its next request at once, unless
+         * its host or link is gone: then do not wait the whole --timeout. */
+        timeout = oob->timeout;
+        if (failed && ((timeout <= 0) || (timeout > 2 * PERF_OOB_ERROR_WAIT_S))) {
+            oob->timeout = 2 * PERF_OOB_ERROR_WAIT_S;
+        }
+        status       = perf_oob_recv(oob, &type, &data, &length);
+        oob->timeout = timeout;
         if (status != UCS_OK) {
             if (!quiet || (status != UCS_ERR_CONNECTION_RESET)) {
                 perf_print_error("%s", oob->error);

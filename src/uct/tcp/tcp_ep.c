@@ -57,6 +57,12 @@ static void uct_tcp_ep_update_events(uct_tcp_ep_t *ep)
     uct_tcp_iface_watch_set(ep->iface, &ep->watch, events);
 }
 
+int uct_tcp_ep_is_tx_stalled(const uct_tcp_ep_t *ep)
+{
+    return (ep->status == UCS_OK) &&
+           (uct_tcp_ep_tx_busy(ep) || !uct_pending_queue_is_empty(&ep->pending));
+}
+
 /* Move the in-flight position forward by @a sent bytes, skipping empty
  * elements, so that "busy" always means bytes remain. */
 static void uct_tcp_ep_tx_advance(uct_tcp_ep_t *ep, size_t sent)
@@ -158,7 +164,7 @@ ucs_status_t uct_tcp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
  * looks at least TCP_KEEPINTVL apart, so one lost segment after a long
  * idle time (when the last acknowledgement is old anyway) is not taken for
  * a dead path. */
-static UCS_F_NOINLINE ucs_status_t uct_tcp_ep_check_peer(uct_tcp_ep_t *ep)
+UCS_F_NOINLINE ucs_status_t uct_tcp_ep_check_peer(uct_tcp_ep_t *ep)
 {
     uct_tcp_iface_t *iface = ep->iface;
     char str[UCT_TCP_SOCKADDR_STRLEN];

@@ -136,6 +136,19 @@ unsigned uct_tcp_ep_handle_events(uct_tcp_ep_t *ep, uint32_t events);
 void uct_tcp_ep_set_failed(uct_tcp_ep_t *ep, ucs_status_t status);
 
 /**
+ * Fail @a ep with UCS_ERR_ENDPOINT_TIMEOUT when its peer has acknowledged
+ * none of the data the kernel retransmits for UCX_TCP_KEEPIDLE + KEEPINTVL *
+ * KEEPCNT (seen at two looks at least KEEPINTVL apart); UCP's peer check
+ * and the iface's watch over stalled senders call it.
+ *
+ * @return UCS_OK while the peer counts as alive, else the ep's error.
+ */
+ucs_status_t uct_tcp_ep_check_peer(uct_tcp_ep_t *ep);
+
+/** Whether @a ep has bytes or requests waiting for the socket to drain. */
+int uct_tcp_ep_is_tx_stalled(const uct_tcp_ep_t *ep);
+
+/**
  * Complete the outstanding operations of a failed ep with its status and
  * call the iface error handler (which may destroy the ep). Called from
  * progress for each ep of iface->failed_eps, after unlinking it.

@@ -12,6 +12,7 @@
 
 #include <ucs/config/parser.h>
 #include <ucs/debug/log.h>
+#include <ucs/sys/sys.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -203,6 +204,37 @@ static inline int uct_tcp_iface_is_idle(const uct_tcp_iface_t *iface)
     return ucs_list_is_empty(&iface->eps) && ucs_list_is_empty(&iface->rx_conns);
 }
 
+/*
+ * A sender whose peer host or path vanished waits for EPOLLOUT forever: no
+ * error reaches the socket while the kernel keeps retransmitting, and an
+ * endpoint without error handling gets no keepalive probes from UCP. So
+ * progress that finds nothing to do looks, about once a second, at the eps
+ * with data waiting and fails those whose peer acknowledges nothing (the
+ * same rule as UCP's peer check). Reading the clock only every
+ * UCT_TCP_STALL_POLLS idle calls keeps a busy polling loop at its speed.
+ */
+#define UCT_TCP_STALL_POLLS 1024
+#define UCT_TCP_STALL_CHECK_NS 1000000000ull
+
+static UCS_F_NOINLINE void uct_tcp_iface_check_stalled(uct_tcp_iface_t *iface)
+{
+    uint64_t now = ucs_get_time_ns();
+    uct_tcp_ep_t *ep, *tmp;
+
+    iface->idle_polls = 0;
+    if ((now < iface->stall_check_ns) || (iface->unacked_max_ms == 0)) {
+        return;
+    }
+    iface->stall_check_ns = now + UCT_TCP_STALL_CHECK_NS;
+    ucs_list_for_each_safe(ep, tmp, &iface->eps, list)
+    {
+        if (uct_tcp_ep_is_tx_stalled(ep)) {
+            /* a failure goes to failed_eps, reported below in progress */
+            (void)uct_tcp_ep_check_peer(ep);
+        }
+    }
+}
+
 static unsigned uct_tcp_iface_progress(uct_iface_h tl_iface)
 {
     uct_tcp_iface_t *iface = uct_tcp_iface(tl_iface);
@@ -244,6 +276,9 @@ static unsigned uct_tcp_iface_progress(uct_iface_h tl_iface)
         }
     }
 
+    if ((n == 0) && ucs_unlikely(++iface->idle_polls >= UCT_TCP_STALL_POLLS)) {
+        uct_tcp_iface_check_stalled(iface);
+    }
     if (ucs_unlikely(!ucs_list_is_empty(&iface->failed_eps))) {
         count += uct_tcp_iface_report_failures(iface);
     }

@@ -115,6 +115,10 @@ typedef struct uct_tcp_iface {
     /** Bumped whenever an ep or receive connection is destroyed, so that
      *  progress notices that events it already fetched may be stale. */
     unsigned            destroy_gen;
+    /** Progress calls that found nothing to do since the last look at the
+     *  clock for senders whose socket does not drain. */
+    unsigned idle_polls;
+    uint64_t stall_check_ns; /**< next look at stalled senders */
     /** The ep whose pending queue is being dispatched: its queued requests
      *  may send although the queue is not empty. */
     struct uct_tcp_ep   *dispatching_ep;
