@@ -58,8 +58,13 @@ nh_net() {
     nh_v4[$net]=$2 nh_v6[$net]=$3
     ip link add "${nh_tag}$net" type bridge || return 1
     nh_nets+=("$net")
-    # A bridge without IPv6 on the root side: it only forwards.
+    # A bridge without IPv6 on the root side: it only forwards. Nor may the
+    # root namespace answer ARP on it: by default Linux answers for any of
+    # its addresses on any interface, and a machine whose own network uses
+    # the same range (seen: eth0 192.0.2.2/24) would take the emulated host
+    # .2's traffic.
     sysctl -qw "net.ipv6.conf.${nh_tag}$net.disable_ipv6=1" 2>/dev/null
+    sysctl -qw "net.ipv4.conf.${nh_tag}$net.arp_ignore=8" || return 1
     ip link set "${nh_tag}$net" up
 }
 

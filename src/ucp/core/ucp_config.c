@@ -36,16 +36,14 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "and the names to exclude); the names are those ucx_info -d prints.",
      offsetof(ucp_config_t, devices[UCT_DEVICE_TYPE_NET]), UCS_CONFIG_TYPE_ALLOW_LIST},
 
-    {"SHM_DEVICES", "all",
-     "Shared-memory devices a context may use, as UCX_NET_DEVICES.",
+    {"SHM_DEVICES", "all", "Shared-memory devices a context may use, as UCX_NET_DEVICES.",
      offsetof(ucp_config_t, devices[UCT_DEVICE_TYPE_SHM]), UCS_CONFIG_TYPE_ALLOW_LIST},
 
     {"ACC_DEVICES", "all",
      "Accelerator (GPU) devices a context may use, as UCX_NET_DEVICES.",
      offsetof(ucp_config_t, devices[UCT_DEVICE_TYPE_ACC]), UCS_CONFIG_TYPE_ALLOW_LIST},
 
-    {"SELF_DEVICES", "all",
-     "Loopback devices a context may use, as UCX_NET_DEVICES.",
+    {"SELF_DEVICES", "all", "Loopback devices a context may use, as UCX_NET_DEVICES.",
      offsetof(ucp_config_t, devices[UCT_DEVICE_TYPE_SELF]), UCS_CONFIG_TYPE_ALLOW_LIST},
 
     {"PROTO_INFO", "n",
@@ -66,8 +64,7 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "exportable, else put when the receiver's is, else pipeline), get_zcopy,\n"
      "put_zcopy or pipeline. A forced scheme that cannot serve a pair of\n"
      "buffers falls back to the next one (logged at debug level).",
-     offsetof(ucp_config_t, rndv_scheme),
-     UCS_CONFIG_TYPE_ENUM(ucp_rndv_scheme_names)},
+     offsetof(ucp_config_t, rndv_scheme), UCS_CONFIG_TYPE_ENUM(ucp_rndv_scheme_names)},
 
     {"RNDV_SAME_GPU_ONE_COPIER", "y",
      "When both buffers of a rendezvous are exportable and on the same GPU,\n"
@@ -97,6 +94,14 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "processes a copy to issue (~5 us each) and a fragment. n: always cut.",
      offsetof(ucp_config_t, rndv_split_alone), UCS_CONFIG_TYPE_BOOL},
 
+    {"RNDV_AM_STAGE_OVERLAP", "y",
+     "Device data sent as active messages (over tcp, or to a peer without\n"
+     "device fragments) is staged through host fragments: with y a message\n"
+     "takes two of them, so that the copy between GPU and host of one piece\n"
+     "runs while the previous piece is on the network, on both sides. n: one\n"
+     "fragment, copy and send in turn.",
+     offsetof(ucp_config_t, rndv_stage_overlap), UCS_CONFIG_TYPE_BOOL},
+
     {"RNDV_SAME_GPU_HOST_MAX", "512K",
      "When neither buffer of a rendezvous can be exported and both are on the\n"
      "same GPU, messages from 32K up to this size (at most the host fragment\n"
@@ -114,7 +119,8 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "3.5-4.4 GB/s read against 5.2-6.6 GB/s as messages; 16 MiB, 2-core VM:\n"
      "6.5-6.8 against 8.5-9.5). Larger messages take the pipeline of data\n"
      "messages. 0: never read.",
-     offsetof(ucp_config_t, rndv_host_get_max), UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF)},
+     offsetof(ucp_config_t, rndv_host_get_max),
+     UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF)},
 
     {"RNDV_FRAG_MEM_TYPE", "auto",
      "Memory of the pipeline's staging fragments: cuda (device memory\n"
@@ -172,7 +178,8 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "(its error callback runs). ucp_worker_wait() wakes up at this period\n"
      "while such endpoints exist. 'inf' turns the idle probes off; waits for\n"
      "acknowledgements and RMA answers are still probed.",
-     offsetof(ucp_config_t, keepalive_interval), UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
+     offsetof(ucp_config_t, keepalive_interval),
+     UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
 
     {"KEEPALIVE_NUM_EPS", "128",
      "Most endpoints one round of idle probes checks; the others are\n"
@@ -188,23 +195,25 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "a whole is not failed. A process stopped by a debugger does not count.\n"
      "A peer on another host that is stopped looks busy and is not found.\n"
      "'inf' turns this off.",
-     offsetof(ucp_config_t, keepalive_timeout), UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
+     offsetof(ucp_config_t, keepalive_timeout),
+     UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
 
     {"MAX_RNDV_RAILS", "1",
-     "Most lanes one rendezvous message is split across, 1 to "
-     UCS_PP_QUOTE(UCP_MAX_RAILS) ". This library\n"
-     "moves a message over one lane (a transport pair chosen by memory type\n"
-     "and cost), so every valid value behaves as 1; UCXX sets 1 at import.",
+     "Most lanes one rendezvous message is split across, 1 to " UCS_PP_QUOTE(
+         UCP_MAX_RAILS) ". This library\n"
+                        "moves a message over one lane (a transport pair chosen by "
+                        "memory type\n"
+                        "and cost), so every valid value behaves as 1; UCXX sets 1 at "
+                        "import.",
      offsetof(ucp_config_t, max_rndv_rails), UCS_CONFIG_TYPE_UINT},
 
     {"MAX_EAGER_RAILS", "1",
-     "Most lanes the fragments of one eager message are spread over, 1 to "
-     UCS_PP_QUOTE(UCP_MAX_RAILS) ".\n"
-     "As UCX_MAX_RNDV_RAILS, every valid value behaves as 1.",
+     "Most lanes the fragments of one eager message are spread over, 1 to " UCS_PP_QUOTE(
+         UCP_MAX_RAILS) ".\n"
+                        "As UCX_MAX_RNDV_RAILS, every valid value behaves as 1.",
      offsetof(ucp_config_t, max_eager_rails), UCS_CONFIG_TYPE_UINT},
 
-    {NULL}
-};
+    {NULL}};
 
 ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
                                      ucp_rndv_config_t *rndv)
@@ -216,6 +225,7 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
     rndv->one_copier = config->rndv_one_copier;
     rndv->whole_pieces = config->rndv_whole_pieces;
     rndv->split_alone  = config->rndv_split_alone;
+    rndv->stage_overlap = config->rndv_stage_overlap;
     rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_type;
     if (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO) {
         rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_types;

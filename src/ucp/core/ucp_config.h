@@ -57,6 +57,7 @@ struct ucp_config {
     int                     rndv_one_copier; /**< UCX_RNDV_SAME_GPU_ONE_COPIER */
     int                     rndv_whole_pieces; /**< UCX_RNDV_SAME_GPU_WHOLE_PIECES */
     int                     rndv_split_alone; /**< UCX_RNDV_SPLIT_ONLY_ALONE */
+    int rndv_stage_overlap;                   /**< UCX_RNDV_AM_STAGE_OVERLAP */
     size_t                  rndv_same_gpu_host_max; /**< UCX_RNDV_SAME_GPU_HOST_MAX */
     size_t                  rndv_host_get_max; /**< UCX_RNDV_HOST_GET_MAX */
     size_t                  tag_eager_max;   /**< UCX_TAG_EAGER_MAX_SIZE (or INF) */
@@ -90,6 +91,8 @@ typedef struct ucp_rndv_config {
                                              fragment in the pipeline */
     int                  split_alone;   /**< pieces below a fragment only for
                                              a message alone in the pool */
+    int stage_overlap;                  /**< device data as AM: two host
+                                             fragments, copy beside send */
     size_t               eager_max;     /**< largest eager tag message sent or
                                              accepted (SIZE_MAX: no limit) */
 } ucp_rndv_config_t;

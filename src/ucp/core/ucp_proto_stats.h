@@ -55,6 +55,13 @@ void ucp_worker_proto_stats(ucp_worker_h worker,
  */
 uint64_t ucp_worker_rndv_pipe_pieces(ucp_worker_h worker);
 
+/**
+ * Staging copies of device data sent or received as active messages that
+ * the worker ran in the background, beside the network transfer of the
+ * previous piece (UCX_RNDV_AM_STAGE_OVERLAP), since it was created.
+ */
+uint64_t ucp_worker_rndv_stage_overlaps(ucp_worker_h worker);
+
 END_C_DECLS
 
 #endif

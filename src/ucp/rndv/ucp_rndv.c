@@ -339,9 +339,7 @@ void ucp_rndv_req_complete(ucp_rndv_req_t *rreq, ucs_status_t status)
     if (rreq->waiting) {
         ucp_rndv_frag_unwait(worker, rreq);
     }
-    if (rreq->stage != NULL) {
-        ucp_rndv_frag_put(worker, rreq->stage);
-    }
+    ucp_rndv_stage_release(rreq);
     if (rreq->ipc_memh != NULL) {
         ucp_rndv_key_release(worker, rreq->ipc_memh);
     }
@@ -549,6 +547,16 @@ unsigned ucp_rndv_progress(ucp_worker_h worker)
         count += ucp_rndv_keepalive(worker);
     }
     return count;
+}
+
+uint64_t ucp_worker_rndv_stage_overlaps(ucp_worker_h worker)
+{
+    uint64_t copies;
+
+    ucp_worker_lock(worker);
+    copies = (worker->rndv != NULL) ? worker->rndv->stage_overlaps : 0;
+    ucp_worker_unlock(worker);
+    return copies;
 }
 
 uint64_t ucp_worker_rndv_pipe_pieces(ucp_worker_h worker)

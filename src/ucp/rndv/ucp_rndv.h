@@ -139,6 +139,12 @@ typedef struct ucp_rndv_req {
     int                whole_pieces; /* sender: a piece fills a fragment
                                         (UCP_RNDV_RTR_FLAG_SAME_GPU) */
     struct ucp_rndv_frag *stage;    /* host fragment (AM data) */
+    /* Device data as AM: the second host fragment, whose staging copy runs
+     * while the segments of the first go out (sender: device -> host into
+     * it; receiver: host -> device out of it); stage_comp counts that copy. */
+    struct ucp_rndv_frag *stage_next;
+    uct_completion_t stage_comp;
+    size_t stage_end;               /* sender: staged bytes of the message */
     int                waiting;     /* on the worker's fragment waiters */
     ucs_list_link_t    wait_link;
 } ucp_rndv_req_t;
@@ -395,6 +401,20 @@ ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_ty
  *  slot, function) that another process on the node derives the same way,
  *  whatever its device numbering; 0 when unknown. */
 uint32_t ucp_rndv_gpu_tag(ucs_sys_device_t gpu);
+/* ---- ucp_rndv_stage.c: device data as AM through two host fragments ----- */
+
+/** Sender, device data: the current host fragment (rreq->stage) has gone
+ *  out; make the next piece of the message the current one, and start the
+ *  copy of the piece after it into the other fragment when there is one. */
+ucs_status_t ucp_rndv_stage_send_next(ucp_rndv_req_t *rreq);
+/** Receiver, device buffer: rreq->stage holds the data for
+ *  rreq->next_offset onwards; copy it to the device, in the background
+ *  unless @a last (the data must then be in place on return) or no second
+ *  fragment is free. */
+ucs_status_t ucp_rndv_stage_recv_flush(ucp_rndv_req_t *rreq, int last);
+/** Give back both host fragments, after a copy still in flight ended. */
+void ucp_rndv_stage_release(ucp_rndv_req_t *rreq);
+
 /** Give a fragment back and wake a waiter. */
 void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag);
 /** Whether others than the request that holds @a held fragments of the

@@ -44,6 +44,7 @@ struct ucp_rndv_worker {
     ucp_rndv_key_cache_t      *own_keys;     /* exportability of our keys */
     unsigned                  progress_calls;
     uint64_t                  pipe_pieces;   /* copies into device fragments */
+    uint64_t stage_overlaps;                 /* background staging copies */
     ucp_rndv_tx_key_t         tx_key;
 };
 

@@ -493,19 +493,8 @@ ucs_status_t ucp_rndv_am_frag(void *arg, void *data, size_t length, unsigned fla
 }
 
 /* Device destination: segments gather in a host fragment, copied to the
- * device once per fragment (or per segment when no fragment is free). */
-static ucs_status_t ucp_rndv_recv_stage_flush(ucp_rndv_req_t *rreq)
-{
-    ucp_rndv_frag_t *stage = rreq->stage;
-    size_t fill            = stage->used;
-
-    stage->used        = 0;
-    rreq->next_offset += fill;
-    return ucp_memtype_copy(rreq->worker,
-                            (char*)rreq->buffer + rreq->next_offset - fill,
-                            stage->address, fill);
-}
-
+ * device once per fragment (ucp_rndv_stage.c; per segment when no fragment
+ * is free). */
 static ucs_status_t ucp_rndv_recv_data_device(ucp_rndv_req_t *rreq, size_t offset,
                                               const void *data, size_t len)
 {
@@ -527,12 +516,12 @@ static ucs_status_t ucp_rndv_recv_data_device(ucp_rndv_req_t *rreq, size_t offse
         rreq->next_offset = offset;
     }
     if (rreq->stage->used + len > rreq->stage->size) {
-        status = ucp_rndv_recv_stage_flush(rreq);
+        status = ucp_rndv_stage_recv_flush(rreq, 0);
     }
     memcpy((char*)rreq->stage->address + rreq->stage->used, data, len);
     rreq->stage->used += len;
     if ((status == UCS_OK) && (offset + len == rreq->length)) {
-        status = ucp_rndv_recv_stage_flush(rreq);
+        status = ucp_rndv_stage_recv_flush(rreq, 1);
     }
     return status;
 }

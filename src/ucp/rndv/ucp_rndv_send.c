@@ -458,19 +458,6 @@ static size_t ucp_rndv_data_pack(void *dest, void *arg)
     return sizeof(hdr) + ctx->length;
 }
 
-/* Device data: copy the next host fragment's worth (synchronously: the AM
- * segments that follow read it). done_bytes is the position inside it. */
-static ucs_status_t ucp_rndv_data_stage(ucp_rndv_req_t *rreq)
-{
-    size_t len = rreq->length - rreq->next_offset;
-
-    len = (len < rreq->stage->size) ? len : rreq->stage->size;
-    rreq->stage->used = len;
-    rreq->done_bytes  = 0;
-    return ucp_memtype_copy(rreq->worker, rreq->stage->address,
-                            (char*)rreq->buffer + rreq->next_offset, len);
-}
-
 static ucs_status_t ucp_rndv_data_progress(ucp_request_t *ireq)
 {
     ucp_rndv_req_t *rreq = ucp_rndv_req_find(ireq->worker, ireq->u.ctrl.ack_id,
@@ -487,7 +474,9 @@ static ucs_status_t ucp_rndv_data_progress(ucp_request_t *ireq)
     max = ireq->ep->max_bcopy - sizeof(ucp_rndv_data_hdr_t);
     while (rreq->next_offset < rreq->length) {
         if ((rreq->stage != NULL) && (rreq->done_bytes == rreq->stage->used)) {
-            status = ucp_rndv_data_stage(rreq);
+            /* Device data: the next host fragment's worth (ucp_rndv_stage.c);
+             * done_bytes is the position inside it. */
+            status = ucp_rndv_stage_send_next(rreq);
             if (status != UCS_OK) {
                 ucp_request_complete(ireq, UCS_OK);
                 ucp_rndv_send_abort(rreq, status);
@@ -509,10 +498,7 @@ static ucs_status_t ucp_rndv_data_progress(ucp_request_t *ireq)
         rreq->done_bytes  += ctx.length;
     }
     /* All sent; the receiver's ATS completes the request. */
-    if (rreq->stage != NULL) {
-        ucp_rndv_frag_put(rreq->worker, rreq->stage);
-        rreq->stage = NULL;
-    }
+    ucp_rndv_stage_release(rreq);
     ucp_request_complete(ireq, UCS_OK);
     return UCS_OK;
 }

@@ -152,6 +152,11 @@ public:
     }
 
     uint64_t pipe_pieces() { return ucp_worker_rndv_pipe_pieces(m_worker); }
+
+    uint64_t stage_overlaps()
+    {
+        return ucp_worker_rndv_stage_overlaps(m_worker);
+    }
 };
 
 /* Check [0, offset) and the guard untouched, the message intact. */
@@ -176,9 +181,23 @@ void check_received(buffer &b, size_t size, unsigned seed, const std::string &wh
 void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
                const std::vector<std::pair<std::string, std::string>> &env,
                const std::vector<size_t> &sizes, unsigned concurrent = 1,
-               size_t rndv_from = 8 * 1024, int sender_dev = 0,
-               long sender_pieces = -1, bool pieces_at_most = false)
+               size_t rndv_from = 8 * 1024, int sender_dev = 0, long sender_pieces = -1,
+               bool pieces_at_most = false, int overlaps = -1)
 {
+    /* overlaps: -1 unchecked; 0 no background staging copy on a side whose
+     * buffer is device memory; 1 some on each such side. */
+    auto check_overlaps = [&](peer &p, const kind_t &k, const char *side) {
+        if ((overlaps < 0) || k.host) {
+            return;
+        }
+        if (overlaps == 0) {
+            EXPECT_EQ(0u, p.stage_overlaps()) << side;
+        } else {
+            EXPECT_LT(0u, p.stage_overlaps()) << side << ": staging copies "
+                                              << "ran in turn with the socket";
+        }
+    };
+
     auto receiver = [&](oob_channel &oob) {
         set_env(env);
         cuda_test::init_device(0);
@@ -217,6 +236,7 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
                                            << name_of(rkind) << " took "
                                            << "another protocol";
         }
+        check_overlaps(p, rkind, "receiver");
         p.cleanup(oob);
     };
     auto sender = [&](oob_channel &oob) {
@@ -251,6 +271,7 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
             EXPECT_EQ((uint64_t)sender_pieces, p.pipe_pieces())
                     << "copies into device fragments";
         }
+        check_overlaps(p, skind, "sender");
         p.cleanup(oob);
     };
     cuda_test::cuda_two_processes(receiver, sender, 120.0);
@@ -309,6 +330,56 @@ std::string pair_name(const ::testing::TestParamInfo<std::tuple<int, int>> &info
 INSTANTIATE_TEST_SUITE_P(pairs, test_ucp_cuda_rndv,
                          ::testing::Combine(::testing::Range(0, 8),
                                             ::testing::Range(0, 8)),
+                         pair_name);
+
+/* What a message between two nodes without RDMA takes: tcp and cuda_copy
+ * only, so device data goes as active messages through host fragments,
+ * the copy of one piece beside the socket transfer of the previous one
+ * (ucp_rndv_stage.c). Sizes: below one fragment, one, two, five and a bit;
+ * three messages at once, so requests share the fragment pool; copies
+ * complete late on the model. */
+class test_ucp_cuda_rndv_tcp : public test_ucp_cuda_rndv
+{
+  protected:
+    void run(const std::vector<std::pair<std::string, std::string>> &extra,
+             unsigned concurrent, int overlaps)
+    {
+        const kind_t &s = k_kinds[std::get<0>(GetParam())];
+        const kind_t &r = k_kinds[std::get<1>(GetParam())];
+        auto env        = extra;
+
+        env.push_back({"UCX_TLS", "tcp,cuda_copy"});
+        env.push_back({"UCX_NET_DEVICES", "lo"});
+        run_sizes(s, r,
+                  (s.host && r.host) ? UCP_PROTO_STAT_RNDV_AM
+                                     : UCP_PROTO_STAT_RNDV_PIPE_HOST,
+                  env, {k_frag - 1, k_frag, 2 * k_frag, 5 * k_frag + 3}, concurrent,
+                  8 * 1024, 0, -1, false, overlaps);
+    }
+};
+
+TEST_P(test_ucp_cuda_rndv_tcp, staged_copy_overlaps_the_socket)
+{
+    run({}, 3, 1);
+}
+
+TEST_P(test_ucp_cuda_rndv_tcp, fragment_pool_too_small_for_two_per_message)
+{
+    /* Three messages, four fragments: some get one and copy in turn. */
+    run({{"UCX_RNDV_FRAG_POOL_SIZE", "4"}}, 3, -1);
+}
+
+TEST_P(test_ucp_cuda_rndv_tcp, one_fragment_per_message)
+{
+    run({{"UCX_RNDV_AM_STAGE_OVERLAP", "n"}}, 1, 0);
+}
+
+/* host, legacy, async default pool, pool without handles, VMM without
+ * handles, VMM of two chunks: the exportable kinds make no difference over
+ * tcp, which exports nothing. */
+INSTANTIATE_TEST_SUITE_P(pairs, test_ucp_cuda_rndv_tcp,
+                         ::testing::Combine(::testing::Values(0, 1, 2, 4, 6, 7),
+                                            ::testing::Values(0, 1, 2, 4, 6, 7)),
                          pair_name);
 
 class test_ucp_cuda_rndv_misc : public ::testing::Test {
