@@ -166,7 +166,16 @@ for tls in default posix tcp; do
     done
     run_local "ucp $tls ucp_am_bw -H 100 validated" -L -t ucp_am_bw -s 64K -H 100 -V \
         "${quick[@]}"
+    # Both directions at once: each side checks what the other sent.
+    for t in tag_bibw ucp_am_bibw stream_bibw; do
+        ROWS=3 run_local "ucp $tls $t sweep validated" -L -t $t --sizes 8,100K,1M -V \
+            -n 50 -w 5
+    done
 done
+ROWS=2 run_local "ucp tag_bibw one process validated" -l -t tag_bibw --sizes 8,1M -V \
+    -n 50 -w 5
+ROWS=2 run_local "ucp tag_bibw no warm-up validated" -L -t tag_bibw --sizes 8,1M -V \
+    -n 50 -w 0
 if [ "$saved_tls" = unset ]; then unset UCX_TLS; else export UCX_TLS=$saved_tls; fi
 UCX_TLS=posix run_local "ucp posix tag_sync_bw validated" -L -t tag_sync_bw -s 1K -V \
     "${quick[@]}"
@@ -393,6 +402,11 @@ else
                 -t $t -m $k --sizes 8,1M -V -n 10 -w 1
         done
     done
+    # Both directions at once between two kinds, each side checking.
+    for pair in cuda,cuda-async cuda-vmm-noipc,cuda-pool; do
+        LD_LIBRARY_PATH=$cudasim ROWS=2 run_local "cudasim $pair tag_bibw validated" -L \
+            -t tag_bibw -m $pair --sizes 64K,1M -V -n 10 -w 1
+    done
     for pair in cuda,cuda-async cuda-async,cuda-vmm cuda-pool,cuda-pool-noipc \
                 cuda-vmm-chunked,cuda; do
         LD_LIBRARY_PATH=$cudasim run_local "cudasim $pair tag_lat validated" -L \
@@ -479,6 +493,16 @@ else
         fail "client/server ucp run"; cat "$tmp/err" "$tmp/srv.err"
     fi
     wait $srv || fail "ucp server exit status $?"
+    port=$(pick_port)
+    UCX_TLS=tcp "$perf" -p $port --accept-timeout 10 >"$tmp/srv.out" 2>"$tmp/srv.err" &
+    srv=$!
+    if UCX_TLS=tcp "$perf" localhost -p $port --connect-retry 5 -t tag_bibw \
+           --sizes 100,1M -V --csv -n 50 -w 5 >"$tmp/csv" 2>"$tmp/err"; then
+        check_csv "client/server ucp tcp tag_bibw validated" "$tmp/csv" 2
+    else
+        fail "client/server ucp tag_bibw run"; cat "$tmp/err" "$tmp/srv.err"
+    fi
+    wait $srv || fail "ucp tag_bibw server exit status $?"
 
     # Mismatch: the server fixes -t am_bw; the client asks for am_lat.
     port=$(pick_port)

@@ -214,7 +214,7 @@ static void perf_session_init_progress(const perf_options_t *opts, const perf_ru
     progress->record     = (opts->format == PERF_FORMAT_TABLE);
     progress->total      = run->params->iters;
     progress->msg_size   = run->params->msg_size;
-    progress->pingpong   = (run->test->pattern == PERF_PATTERN_PINGPONG);
+    progress->msgs_per_iter = perf_test_msgs_per_iter(run->test);
     progress->percentile = run->params->percentile;
     snprintf(progress->label, sizeof(progress->label), "%s %zu B", run->test->name,
              run->params->msg_size);

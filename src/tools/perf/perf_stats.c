@@ -51,8 +51,9 @@ static void perf_stats_print_progress(perf_stats_t *st, uint64_t now)
 {
     perf_progress_t *p = st->progress;
     double elapsed     = perf_time_to_sec(now - p->start);
-    double lat_us      = (elapsed / (double)st->n) * 1e6 / (p->pingpong ? 2.0 : 1.0);
-    double mbs         = (double)st->n * (double)p->msg_size / elapsed / (1 << 20);
+    double div         = (double)p->msgs_per_iter;
+    double lat_us      = (elapsed / (double)st->n) * 1e6 / div;
+    double mbs         = (double)st->n * div * (double)p->msg_size / elapsed / (1 << 20);
     int len;
 
     len = fprintf(stderr, "%s%s: %5.1f%% %llu/%llu iterations, %.3f us, %.2f MB/s%s",
@@ -175,10 +176,10 @@ uint64_t perf_stats_percentile(uint64_t *samples, size_t count, double pct)
     return perf_stats_select(samples, count, k);
 }
 
-void perf_stats_finish(perf_stats_t *st, uint64_t end, int pingpong,
+void perf_stats_finish(perf_stats_t *st, uint64_t end, unsigned msgs_per_iter,
                        const perf_params_t *params, perf_result_t *result)
 {
-    double div = pingpong ? 2.0 : 1.0;
+    double div = (double)msgs_per_iter;
     double elapsed;
 
     if ((st->progress != NULL) && st->progress->printed) {

@@ -51,7 +51,7 @@ typedef struct perf_progress {
     char            label[64]; /**< "am_lat 8 B" */
     uint64_t        total;     /**< iterations expected */
     size_t          msg_size;
-    int             pingpong;  /**< latency is half the iteration time */
+    unsigned        msgs_per_iter; /**< perf_test_msgs_per_iter(): 2 halves latencies */
     double          percentile; /**< rank of an interval's typical latency (-R) */
     uint64_t        start;     /**< tick of the first measured iteration */
     int             printed;   /**< characters of the line on screen (to clear) */
@@ -128,11 +128,13 @@ static inline void perf_stats_sample(perf_stats_t *st)
 /**
  * Compute @a result from the samples. @a end is the tick at which the run
  * finished (after the final acknowledgement of a stream, which is not an
- * iteration of its own). @a pingpong halves latencies (one way of a round
- * trip) and counts two messages per iteration for the message rate.
+ * iteration of its own). @a msgs_per_iter (perf_test_msgs_per_iter()) of 2
+ * halves latencies (one way of a round trip; one message of each direction
+ * of a bidirectional stream) and counts two messages per iteration for the
+ * message rate and bandwidth.
  * Clears the progress line. Reorders the samples.
  */
-void perf_stats_finish(perf_stats_t *st, uint64_t end, int pingpong,
+void perf_stats_finish(perf_stats_t *st, uint64_t end, unsigned msgs_per_iter,
                        const perf_params_t *params, perf_result_t *result);
 
 /**

@@ -39,6 +39,12 @@ static const perf_test_desc_t perf_tests[] = {
      PERF_API_UCP, PERF_PATTERN_PINGPONG, PERF_OP_STREAM, 0},
     {"stream_bw", NULL, "UCP stream bandwidth",
      PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_STREAM, 0},
+    {"tag_bibw", NULL, "UCP tag match bandwidth, both directions at once",
+     PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_TAG, PERF_TEST_FLAG_BIDIR},
+    {"ucp_am_bibw", NULL, "UCP active message bandwidth, both directions at once",
+     PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_AM, PERF_TEST_FLAG_BIDIR},
+    {"stream_bibw", NULL, "UCP stream bandwidth, both directions at once",
+     PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_STREAM, PERF_TEST_FLAG_BIDIR},
     {"ucp_put_bw", NULL, "UCP put bandwidth",
      PERF_API_UCP, PERF_PATTERN_STREAM, PERF_OP_PUT, PERF_TEST_FLAG_ONE_SIDED},
     {"ucp_get_bw", "ucp_get", "UCP get bandwidth",
@@ -66,6 +72,12 @@ const perf_test_desc_t *perf_test_find(const char *name)
 const perf_driver_t *perf_driver_get(perf_api_t api)
 {
     return perf_drivers[api];
+}
+
+unsigned perf_test_msgs_per_iter(const perf_test_desc_t *test)
+{
+    return ((test->pattern == PERF_PATTERN_PINGPONG) ||
+            (test->flags & PERF_TEST_FLAG_BIDIR)) ? 2 : 1;
 }
 
 const char *perf_op_name(perf_op_t op)

@@ -37,7 +37,10 @@ typedef enum {
 /** Flags of perf_test_desc_t::flags. */
 enum {
     PERF_TEST_FLAG_ONE_SIDED = 1u << 0, /**< needs the peer's buffer address and rkey */
-    PERF_TEST_FLAG_NO_SHORT  = 1u << 1  /**< -D short is not meaningful (get) */
+    PERF_TEST_FLAG_NO_SHORT  = 1u << 1, /**< -D short is not meaningful (get) */
+    /** A stream in both directions at once: each side sends as many
+     *  messages as the other; bandwidth and rate count both directions. */
+    PERF_TEST_FLAG_BIDIR     = 1u << 2
 };
 
 /** One test of the registry. Static data; never freed. */
@@ -87,6 +90,13 @@ const perf_test_desc_t *perf_test_find(const char *name);
 
 /** The driver of @a api (never NULL for a valid api). */
 const perf_driver_t *perf_driver_get(perf_api_t api);
+
+/**
+ * Messages one iteration moves: 2 for a ping-pong (latency is half the
+ * round trip) and for a bidirectional stream (bandwidth is the sum of both
+ * directions, as osu_bibw reports it), else 1.
+ */
+unsigned perf_test_msgs_per_iter(const perf_test_desc_t *test);
 
 /** Name of an operation ("am", "put", ...), for messages. */
 const char *perf_op_name(perf_op_t op);

@@ -35,6 +35,14 @@
  *                          keeps PERF_UCP_RX_WINDOW receives posted and sends
  *                          an ack after the warm-up and after the last
  *                          message. The clock stops at the final ack.
+ *   tag_bibw (and          both sides stream at once: the initiator as in
+ *   ucp_am_bibw,           tag_bw, keeping its own receive window posted;
+ *   stream_bibw)           the responder sends as many messages back, its
+ *                          warm-up ones at once and the measured ones after
+ *                          the initiator's first measured message arrived
+ *                          (its clock was running then). The clock stops
+ *                          when the final ack and the responder's last
+ *                          message are both in; bandwidth counts both ways.
  *
  * Like the UCT driver, the responder's work is a step function, called by
  * its own wait loop or, with both sides here (-l), by the initiator's.
@@ -306,11 +314,10 @@ static void perf_ucp_step_pong(perf_ucp_side_t *side)
     }
 }
 
-/* Stream: keep the receive window posted; ack the warm-up and the end. */
-static void perf_ucp_step_stream(perf_ucp_side_t *side)
+/* Keep ctx->rx_window data receives posted, up to the run's total. */
+static void perf_ucp_step_rx_window(perf_ucp_side_t *side)
 {
     perf_ucp_ctx_t *ctx = side->ctx;
-    uint64_t warmup     = ctx->params->warmup;
 
     while ((side->rx_posted < ctx->total) &&
            (side->rx_posted - side->rx_count < ctx->rx_window)) {
@@ -319,12 +326,46 @@ static void perf_ucp_step_stream(perf_ucp_side_t *side)
             return;
         }
     }
+}
+
+/* Stream: keep the receive window posted; ack the warm-up and the end. */
+static void perf_ucp_step_stream(perf_ucp_side_t *side)
+{
+    perf_ucp_ctx_t *ctx = side->ctx;
+    uint64_t warmup     = ctx->params->warmup;
+
+    perf_ucp_step_rx_window(side);
+    if (side->async_status != UCS_OK) {
+        return;
+    }
     if (((side->replies == 0) && (warmup > 0) && (side->rx_count >= warmup)) ||
         ((side->replies < ((warmup > 0) ? 2 : 1)) && (side->rx_count == ctx->total))) {
         ++side->replies;
         side->ack_value = side->rx_count;
         if (perf_ucp_send(side, &side->ack_value, sizeof(side->ack_value),
                           PERF_UCP_TAG_ACK, 0) != UCS_OK) {
+            perf_ucp_set_async(side, UCS_ERR_IO_ERROR);
+        }
+    }
+}
+
+/*
+ * Bidirectional stream: receive and ack as perf_ucp_step_stream(), and send
+ * the responder's own messages, at most PERF_UCP_TX_WINDOW unfinished. The
+ * measured ones wait for the initiator's first measured message, so that
+ * none of them goes out before the initiator's clock started.
+ */
+static void perf_ucp_step_bidir(perf_ucp_side_t *side)
+{
+    perf_ucp_ctx_t *ctx = side->ctx;
+    uint64_t warmup     = ctx->params->warmup;
+
+    perf_ucp_step_stream(side);
+    while ((side->async_status == UCS_OK) && (side->data_sent < ctx->total) &&
+           (side->tx_posted - side->tx_completed < PERF_UCP_TX_WINDOW) &&
+           ((side->data_sent != warmup) || (warmup == 0) || (side->rx_count > warmup))) {
+        ++side->data_sent;
+        if (perf_ucp_send_data(side) != UCS_OK) {
             perf_ucp_set_async(side, UCS_ERR_IO_ERROR);
         }
     }
@@ -406,6 +447,9 @@ void perf_ucp_progress(perf_ucp_ctx_t *ctx)
     if (ctx->resp_step != NULL) {
         ctx->resp_step(&ctx->sides[PERF_SIDE_RECV]);
     }
+    if (ctx->init_step != NULL) {
+        ctx->init_step(&ctx->sides[PERF_SIDE_SEND]);
+    }
 }
 
 /* Progress until *@a counter >= @a target. */
@@ -443,8 +487,10 @@ ucs_status_t perf_ucp_drain(perf_ucp_side_t *side)
 static ucs_status_t perf_ucp_run_responder(perf_ucp_ctx_t *ctx)
 {
     perf_ucp_side_t *side = &ctx->sides[PERF_SIDE_RECV];
-    perf_ucp_step_func_t step = (ctx->run->test->pattern == PERF_PATTERN_PINGPONG) ?
-                                perf_ucp_step_pong : perf_ucp_step_stream;
+    perf_ucp_step_func_t step = (ctx->run->test->pattern == PERF_PATTERN_PINGPONG)
+                                    ? perf_ucp_step_pong
+                                : ctx->bidir ? perf_ucp_step_bidir
+                                             : perf_ucp_step_stream;
     uint64_t replies = (ctx->run->test->pattern == PERF_PATTERN_PINGPONG) ? ctx->total :
                        ((ctx->params->warmup > 0) ? 2 : 1);
     uint64_t deadline = 0;
@@ -452,7 +498,8 @@ static ucs_status_t perf_ucp_run_responder(perf_ucp_ctx_t *ctx)
     ucs_status_t status;
 
     step(side);
-    while ((side->replies < replies) || (side->tx_completed < side->tx_posted)) {
+    while ((side->replies < replies) || (side->tx_completed < side->tx_posted) ||
+           (side->data_sent < (ctx->bidir ? ctx->total : 0))) {
         ucp_worker_progress(side->worker);
         if (ctx->ops->poll != NULL) {
             ctx->ops->poll(side);
@@ -518,6 +565,10 @@ static ucs_status_t perf_ucp_run_stream(perf_ucp_ctx_t *ctx, perf_stats_t *st)
             if (warmup > 0) {
                 /* Warm-up traffic must be gone before the clock starts. */
                 status = perf_ucp_wait(ctx, &side->acks, 1, "the warm-up ack");
+                if ((status == UCS_OK) && ctx->bidir) {
+                    status = perf_ucp_wait(ctx, &side->rx_count, warmup,
+                                           "the responder's warm-up messages");
+                }
                 if (status != UCS_OK) {
                     return status;
                 }
@@ -536,14 +587,19 @@ static ucs_status_t perf_ucp_run_stream(perf_ucp_ctx_t *ctx, perf_stats_t *st)
         if (ucs_unlikely(status != UCS_OK)) {
             return status;
         }
-        if (ctx->resp_step != NULL) {
+        if ((ctx->resp_step != NULL) || (ctx->init_step != NULL)) {
             perf_ucp_progress(ctx);
         }
         if (i >= warmup) {
             perf_stats_sample(st);
         }
     }
-    return perf_ucp_wait(ctx, &side->acks, side->acks_posted, "the final ack");
+    status = perf_ucp_wait(ctx, &side->acks, side->acks_posted, "the final ack");
+    if ((status == UCS_OK) && ctx->bidir) {
+        status = perf_ucp_wait(ctx, &side->rx_count, ctx->total,
+                               "the responder's last messages");
+    }
+    return status;
 }
 
 static ucs_status_t perf_ucp_run_initiator(perf_ucp_ctx_t *ctx)
@@ -566,7 +622,8 @@ static ucs_status_t perf_ucp_run_initiator(perf_ucp_ctx_t *ctx)
     status = pingpong ? perf_ucp_run_pingpong(ctx, &st) : perf_ucp_run_stream(ctx, &st);
     end    = perf_time_now();
     if (status == UCS_OK) {
-        perf_stats_finish(&st, pingpong ? st.prev : end, pingpong, ctx->params,
+        perf_stats_finish(&st, pingpong ? st.prev : end,
+                          perf_test_msgs_per_iter(ctx->run->test), ctx->params,
                           &ctx->run->result);
         status = perf_ucp_drain(&ctx->sides[PERF_SIDE_SEND]);
     }
@@ -583,11 +640,18 @@ static ucs_status_t perf_ucp_run_test(perf_ucp_ctx_t *ctx)
     int pingpong = (ctx->run->test->pattern == PERF_PATTERN_PINGPONG);
 
     ctx->rx_window = ctx->validate ? 1 : PERF_UCP_RX_WINDOW;
+    ctx->bidir     = !!(ctx->run->test->flags & PERF_TEST_FLAG_BIDIR);
     if (ctx->run->role == PERF_ROLE_RESPONDER) {
         return perf_ucp_run_responder(ctx);
     }
+    if (ctx->bidir) {
+        ctx->init_step = perf_ucp_step_rx_window;
+        ctx->init_step(&ctx->sides[PERF_SIDE_SEND]);
+    }
     if (ctx->loopback) {
-        ctx->resp_step = pingpong ? perf_ucp_step_pong : perf_ucp_step_stream;
+        ctx->resp_step = pingpong     ? perf_ucp_step_pong
+                         : ctx->bidir ? perf_ucp_step_bidir
+                                      : perf_ucp_step_stream;
         ctx->resp_step(&ctx->sides[PERF_SIDE_RECV]);
     }
     return perf_ucp_run_initiator(ctx);

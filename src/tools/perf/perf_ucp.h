@@ -65,6 +65,7 @@ struct perf_ucp_side {
     uint64_t       tx_posted;    /**< sends started */
     uint64_t       tx_completed; /**< ... of which completed */
     uint64_t       replies;      /**< responder: pongs or acks sent */
+    uint64_t       data_sent;    /**< responder of a *_bibw test: data messages sent */
     uint64_t       acks_posted;  /**< initiator: ack receives posted */
     uint64_t       acks;         /**< initiator: acks received */
     ucs_status_t   async_status; /**< first failed operation */
@@ -101,7 +102,9 @@ struct perf_ucp_ctx {
     uint64_t             total;       /**< warm-up + measured iterations */
     unsigned             rx_window;   /**< tag_bw responder: receives kept posted */
     perf_ucp_side_t      sides[PERF_SIDE_LAST];
+    int                  bidir;       /**< *_bibw: the responder streams back */
     perf_ucp_step_func_t resp_step;   /**< NULL when the responder is remote */
+    perf_ucp_step_func_t init_step;   /**< *_bibw: the initiator's receives; else NULL */
     perf_oob_state_t oob_state;
     uint64_t             activity;
     char                 tls[PERF_NAME_MAX];

@@ -267,7 +267,7 @@ static ucs_status_t perf_ucp_rma_initiator(perf_ucp_ctx_t *ctx)
         status = perf_ucp_rma_flush(ctx, side);
     }
     if (status == UCS_OK) {
-        perf_stats_finish(&st, perf_time_now(), 0, ctx->params, &ctx->run->result);
+        perf_stats_finish(&st, perf_time_now(), 1, ctx->params, &ctx->run->result);
     }
     perf_stats_cleanup(&st);
 

@@ -709,7 +709,7 @@ static ucs_status_t perf_uct_run_initiator(perf_uct_ctx_t *ctx)
     status = pingpong ? perf_uct_run_pingpong(ctx, &st) : perf_uct_run_stream(ctx, &st);
     end    = perf_time_now();
     if (status == UCS_OK) {
-        perf_stats_finish(&st, pingpong ? st.prev : end, pingpong, ctx->params,
+        perf_stats_finish(&st, pingpong ? st.prev : end, pingpong ? 2 : 1, ctx->params,
                           &ctx->run->result);
         status = perf_uct_drain(side);
     }

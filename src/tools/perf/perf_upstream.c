@@ -77,7 +77,7 @@ void perf_upstream_rows(FILE *stream, const perf_run_t *run, int final_only)
     const perf_progress_t *p = run->progress;
     const perf_result_t *r   = &run->result;
     size_t msg_size          = run->params->msg_size;
-    double div               = (run->test->pattern == PERF_PATTERN_PINGPONG) ? 2.0 : 1.0;
+    double div               = (double)perf_test_msgs_per_iter(run->test);
     unsigned num             = ((p != NULL) && (r->iters > 0)) ? p->num_intervals : 0;
     perf_interval_t prev     = {0, 0.0, 0.0};
     const perf_interval_t *iv;
