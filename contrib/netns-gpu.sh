@@ -5,10 +5,14 @@
 #   1. Open MPI (pml ucx over our libraries) runs test/mpi/mpi_p2p (data
 #      checked) and test/mpi/mpi_blocking (bandwidth to 64 MiB, last message
 #      checked) with one rank per host, for each buffer kind;
-#   2. ucx_perftest client/server across the hosts, tag_bw at 1, 4 and 64 MiB
+#   2. ucx_perftest client/server across the hosts, tag_bw (and tag_bibw, both directions at once) at 1, 4 and 64 MiB
 #      for host memory and each kind, with the default settings and with
 #      UCX_RNDV_AM_STAGE_OVERLAP=n (copy and send in turn), in one run; and
 #      the same pairs inside one host (shared memory, cuda_ipc) for contrast.
+# Each host's daemon would bind its rank to core 0 (both ranks on one core):
+# ranks are unbound and pinned by rank number instead (CPUs 2 and 4), and
+# `--mca plm rsh` overrides an environment that sets another launcher
+# (the GPU machine's sets OMPI_MCA_plm=isolated).
 # Both ranks use GPU 0 (the hosts share the machine's GPUs); the library
 # must still treat them as two hosts: no cuda_ipc, no shared memory.
 # Results in $OUT/netns-gpu/ (summary.md and every log).
@@ -66,11 +70,12 @@ mpi_run() { # PROG KIND LOG ARGS...
     shift 3
     LD_LIBRARY_PATH="$libs" timeout -k 5 150 $(nh_enter h0) \
         mpirun "${ompi_root_args[@]}" --host "${hosts[1]},${hosts[2]}" -np 2 \
-        --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include 192.0.2.0/24 \
+        --mca plm rsh --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include 192.0.2.0/24 \
         --mca routed direct --mca pml ucx --mca osc ucx --mca btl self \
-        --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        --mca pml_ucx_tls any --mca pml_ucx_devices any --bind-to none \
         -x LD_LIBRARY_PATH -x UCX_LOG_LEVEL=warn -x MPI_BUF_DEVICE=0 \
-        "$work/$prog" "$kind" --one-gpu "$@" >"$log" 2>&1
+        /bin/sh -c "taskset -pc \$((2 + 2 * OMPI_COMM_WORLD_RANK)) \$\$ >/dev/null; exec $work/$prog $kind --one-gpu $*" \
+        >"$log" 2>&1
 }
 for kind in $kinds; do
     over_budget && { echo "| $kind | skipped (time budget) | | | |" >>"$summary"; continue; }
@@ -94,15 +99,15 @@ done
 # h1, client in h2 (WHERE=across) or both in h1 (WHERE=within).
 port=25000
 perf_run() {
-    local where=$1 kind=$2 size=$3 n addr=192.0.2.2 chost=h2
+    local where=$1 kind=$2 size=$3 n addr=192.0.2.2 chost=h2 test=${PERF_TEST:-tag_bw}
     shift 3
     port=$((port + 1))
     n=$((size >= 67108864 ? 20 : size >= 4194304 ? 100 : 300))
     [ "$where" = within ] && chost=h1
-    nh_exec h1 env "$@" "$perf" -p $port -t tag_bw -m "$kind,$kind" -s "$size" -n $n \
+    nh_exec h1 env "$@" "$perf" -p $port -t $test -m "$kind,$kind" -s "$size" -n $n \
         >>"$out/perf-server.log" 2>&1 &
     sleep 0.5
-    nh_exec $chost env "$@" timeout 60 "$perf" "$addr" -p $port -t tag_bw \
+    nh_exec $chost env "$@" timeout 60 "$perf" "$addr" -p $port -t $test \
         -m "$kind,$kind" -s "$size" -n $n 2>>"$out/perf-client.log" |
         tee -a "$out/perf-client.log" | awk '/Final/ { print $7 }'
     wait
@@ -111,19 +116,20 @@ perf_run() {
     echo
     echo "## ucx_perftest tag_bw, MB/s, across the hosts (tcp) and within one (for contrast)"
     echo
-    echo "| kind | size | across, default | across, UCX_RNDV_AM_STAGE_OVERLAP=n | % of host (default) | within one host |"
-    echo "|---|---|---|---|---|---|"
+    echo "| kind | size | across, default | across, UCX_RNDV_AM_STAGE_OVERLAP=n | % of host (default) | across, tag_bibw (both directions, sum) | within one host |"
+    echo "|---|---|---|---|---|---|---|"
 } >>"$summary"
 declare -A host_bw
 for kind in $perf_kinds; do
     for size in 1048576 4194304 67108864; do
-        over_budget && { echo "| $kind | $size | skipped (time budget) | | | |" >>"$summary"; continue; }
+        over_budget && { echo "| $kind | $size | skipped (time budget) | | | | |" >>"$summary"; continue; }
         a=$(perf_run across "$kind" $size LD_LIBRARY_PATH="$libs")
         b=$(perf_run across "$kind" $size LD_LIBRARY_PATH="$libs" UCX_RNDV_AM_STAGE_OVERLAP=n)
         w=$(perf_run within "$kind" $size LD_LIBRARY_PATH="$libs")
+        bi=$(PERF_TEST=tag_bibw perf_run across "$kind" $size LD_LIBRARY_PATH="$libs")
         [ "$kind" = host ] && host_bw[$size]=$a
         pct=$(awk -v a="$a" -v h="${host_bw[$size]:-}" 'BEGIN { if (a > 0 && h > 0) printf "%.0f %%", 100 * a / h }')
-        echo "| $kind | $size | ${a:-FAIL} | ${b:-FAIL} | $pct | ${w:-FAIL} |" >>"$summary"
+        echo "| $kind | $size | ${a:-FAIL} | ${b:-FAIL} | $pct | ${bi:-FAIL} | ${w:-FAIL} |" >>"$summary"
         [ -z "$a" ] && failed=1
     done
 done

@@ -56,7 +56,7 @@ launch() { # PROG HOSTS NP OUT
     local prog=$1 spec=$2 np=$3 out=$4
     LD_LIBRARY_PATH="$libs" timeout -k 5 120 $(nh_enter h0) \
         mpirun "${ompi_root_args[@]}" --host "$spec" -np "$np" \
-        --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include 192.0.2.0/24 \
+        --mca plm rsh --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include 192.0.2.0/24 \
         --mca routed direct \
         --mca pml ucx --mca osc ucx --mca btl self \
         --mca pml_ucx_tls any --mca pml_ucx_devices any \
