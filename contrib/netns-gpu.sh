@@ -40,12 +40,8 @@ summary=$out/summary.md
 . "$src/contrib/netns-hosts.sh"
 nh_init g$$
 work=$nh_dir
-nh_net n 192.0.2 - || exit 1
-for i in 0 1 2; do
-    nh_host h$i && nh_attach h$i n eth0 $((i + 1)) || exit 1
-done
-hosts=($(nh_ns h0) $(nh_ns h1) $(nh_ns h2))
-agent=$(nh_agent)
+nh_mpi_setup || exit 1
+hosts=("${nh_mpi_hosts[@]}")
 libs=$(ompi_our_libs "$build")
 perf=$build/src/tools/perf/ucx_perftest
 failed=0
@@ -69,10 +65,8 @@ mpi_run() { # PROG KIND LOG ARGS...
     local prog=$1 kind=$2 log=$3
     shift 3
     LD_LIBRARY_PATH="$libs" timeout -k 5 150 $(nh_enter h0) \
-        mpirun "${ompi_root_args[@]}" --host "${hosts[1]},${hosts[2]}" -np 2 \
-        --mca plm rsh --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include 192.0.2.0/24 \
-        --mca routed direct --mca pml ucx --mca osc ucx --mca btl self \
-        --mca pml_ucx_tls any --mca pml_ucx_devices any --bind-to none \
+        mpirun "${ompi_root_args[@]}" "${nh_mpirun_args[@]}" \
+        --host "${hosts[1]},${hosts[2]}" -np 2 --bind-to none \
         -x LD_LIBRARY_PATH -x UCX_LOG_LEVEL=warn -x MPI_BUF_DEVICE=0 \
         /bin/sh -c "taskset -pc \$((2 + 2 * OMPI_COMM_WORLD_RANK)) \$\$ >/dev/null; exec $work/$prog $kind --one-gpu $*" \
         >"$log" 2>&1

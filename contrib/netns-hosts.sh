@@ -18,6 +18,11 @@
 #   nh_link HOST IF up|down set a host's interface up or down
 #   nh_host_del HOST        kill everything in HOST and remove it
 #   nh_tx_bytes HOST IF     bytes sent so far by a host's interface
+#   nh_mpi_setup            Open MPI's layout: hosts h0, h1, h2 on one network
+#                           192.0.2.0/24 (h0 runs mpirun, h1 and h2 the ranks);
+#                           sets nh_mpi_hosts (their namespace names, for
+#                           --host) and nh_mpirun_args (launcher over nh_agent,
+#                           out-of-band traffic on that network, pml ucx)
 #
 # Addresses come from documentation ranges (RFC 5737, RFC 3849), which exist
 # only inside the namespaces, so nothing leaves the machine. The namespaces
@@ -158,3 +163,20 @@ nh_host_del() {
 }
 
 nh_tx_bytes() { ip netns exec "${nh_tag}$1" cat "/sys/class/net/$2/statistics/tx_bytes"; }
+
+nh_mpi_hosts=()
+nh_mpirun_args=()
+nh_mpi_setup() {
+    local i
+    nh_net n 192.0.2 - || return 1
+    for i in 0 1 2; do
+        nh_host h$i && nh_attach h$i n eth0 $((i + 1)) || return 1
+    done
+    nh_mpi_hosts=($(nh_ns h0) $(nh_ns h1) $(nh_ns h2))
+    # plm rsh: an environment may choose another launcher (OMPI_MCA_plm=isolated
+    # refuses a second host). routed direct: each daemon talks to mpirun itself.
+    nh_mpirun_args=(--mca plm rsh --mca plm_rsh_agent "$(nh_agent)"
+                    --mca oob_tcp_if_include 192.0.2.0/24 --mca routed direct
+                    --mca pml ucx --mca osc ucx --mca btl self
+                    --mca pml_ucx_tls any --mca pml_ucx_devices any)
+}

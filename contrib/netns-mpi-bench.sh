@@ -34,12 +34,8 @@ up_tls=${UP_TLS-tcp,self}
 . "$src/contrib/netns-hosts.sh"
 nh_init m$$
 work=$nh_dir
-nh_net n 192.0.2 - || exit 1
-for i in 0 1 2; do
-    nh_host h$i && nh_attach h$i n eth0 $((i + 1)) || exit 1
-done
-hosts=($(nh_ns h0) $(nh_ns h1) $(nh_ns h2))
-agent=$(nh_agent)
+nh_mpi_setup || exit 1
+hosts=("${nh_mpi_hosts[@]}")
 libs=$(ompi_our_libs "$build")
 mpicc -O2 -o "$work/mpi_hostbench" "$src/test/mpi/mpi_hostbench.c" || exit 1
 
@@ -60,10 +56,7 @@ job() {
         [ -z "$up_tls" ] && envs=()
     fi
     env -u LD_LIBRARY_PATH "${envs[@]}" timeout -k 5 300 $(nh_enter h0) \
-        mpirun "${ompi_root_args[@]}" --host "$spec" -np "$np" \
-        --mca plm rsh --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include 192.0.2.0/24 \
-        --mca routed direct --mca pml ucx --mca btl self \
-        --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        mpirun "${ompi_root_args[@]}" "${nh_mpirun_args[@]}" --host "$spec" -np "$np" \
         --bind-to none ${envs:+-x "${envs[0]%%=*}"} -x UCX_LOG_LEVEL=warn \
         /bin/sh -c "$pin exec $work/mpi_hostbench -t $secs -s $sz -T $tests" >"$out" 2>&1 ||
         { echo "FAILED: $who, $np ranks, $tests" >&2; tail -20 "$out" >&2; return 1; }

@@ -25,16 +25,11 @@ ompi_skip_instrumented "$build"
 . "$src/contrib/netns-hosts.sh"
 nh_init u$$
 work=$nh_dir
-if ! nh_net n 192.0.2 - 2>"$work/err"; then
-    echo "SKIPPED: cannot create a bridge: $(cat "$work/err")"
+if ! nh_mpi_setup 2>"$work/err"; then
+    echo "SKIPPED: cannot create emulated hosts: $(cat "$work/err")"
     exit 77
 fi
-for i in 0 1 2; do
-    nh_host h$i 2>"$work/err" && nh_attach h$i n eth0 $((i + 1)) 2>>"$work/err" ||
-        { echo "SKIPPED: cannot create emulated hosts: $(cat "$work/err")"; exit 77; }
-done
-hosts=($(nh_ns h0) $(nh_ns h1) $(nh_ns h2))
-agent=$(nh_agent)
+hosts=("${nh_mpi_hosts[@]}")
 
 for prog in mpi_p2p mpi_p2p_modes mpi_coll mpi_osc mpi_blocking; do
     mpicc -O1 -Wall -Werror -o "$work/$prog" "$src/test/mpi/$prog.c" ||
@@ -55,11 +50,7 @@ run() {
 launch() { # PROG HOSTS NP OUT
     local prog=$1 spec=$2 np=$3 out=$4
     LD_LIBRARY_PATH="$libs" timeout -k 5 120 $(nh_enter h0) \
-        mpirun "${ompi_root_args[@]}" --host "$spec" -np "$np" \
-        --mca plm rsh --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include 192.0.2.0/24 \
-        --mca routed direct \
-        --mca pml ucx --mca osc ucx --mca btl self \
-        --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        mpirun "${ompi_root_args[@]}" "${nh_mpirun_args[@]}" --host "$spec" -np "$np" \
         -x LD_LIBRARY_PATH -x UCX_LOG_LEVEL=warn \
         /bin/sh -c "echo netns \$(readlink /proc/self/ns/net); exec $work/$prog" \
         >"$out" 2>&1
