@@ -19,7 +19,10 @@
 # usage: contrib/netns-mpi-bench.sh [BUILD_DIR]      (default: build-release)
 # environment: REPS (3; ours and upstream alternate, median shown),
 #   SECS (0.3 s per size and test), SIZES (8,1024,65536,1048576,4194304,
-#   16777216,67108864), UP_TLS (tcp,self)
+#   16777216,67108864), UP_TLS (tcp,self), TESTS (lat,bw,sendrecv,allreduce,
+#   alltoall: the 2-rank jobs; the 4-rank jobs run when allreduce or alltoall
+#   is listed), OURS_ENV (VAR=value ... passed to our ranks only, to try a
+#   UCX_* setting against the same run's upstream)
 # Needs root, iproute2, util-linux, Open MPI (mpicc, mpirun) and Debian's
 # libucx0 (which Open MPI's pml ucx loads when ours is not first on the path).
 set -uo pipefail
@@ -29,6 +32,9 @@ reps=${REPS:-3}
 secs=${SECS:-0.3}
 sizes=${SIZES:-8,1024,65536,1048576,4194304,16777216,67108864}
 up_tls=${UP_TLS-tcp,self}
+tests=${TESTS:-lat,bw,sendrecv,allreduce,alltoall}
+read -ra ours_env <<<"${OURS_ENV:-}"
+coll=$(echo ",$tests," | grep -oE ',(allreduce|alltoall)' | tr -d '\n' | sed 's/^,//')
 
 . "$src/contrib/tests/lib/ompi.sh"
 . "$src/contrib/netns-hosts.sh"
@@ -42,7 +48,7 @@ mpicc -O2 -o "$work/mpi_hostbench" "$src/test/mpi/mpi_hostbench.c" || exit 1
 declare -A val
 # job WHO SPEC NP TESTS SIZES: one mpirun; records val[WHO.NP.test.bytes].
 job() {
-    local who=$1 spec=$2 np=$3 tests=$4 sz=$5 envs=() t s v out="$work/job.out" pin=
+    local who=$1 spec=$2 np=$3 tests=$4 sz=$5 envs=() xs=() e t s v out="$work/job.out" pin=
     # Each host's daemon binds its first rank to core 0 as on a real node,
     # but the hosts share this machine's cores: one rank per host gets a
     # core of its own (rank number), more ranks than cores run unbound.
@@ -50,14 +56,15 @@ job() {
         pin='taskset -pc $OMPI_COMM_WORLD_RANK $$ >/dev/null;'
 
     if [ "$who" = ours ]; then
-        envs=(LD_LIBRARY_PATH="$libs")
+        envs=(LD_LIBRARY_PATH="$libs" "${ours_env[@]}")
     else
         envs=(UCX_TLS="$up_tls")
         [ -z "$up_tls" ] && envs=()
     fi
+    for e in "${envs[@]}"; do xs+=(-x "${e%%=*}"); done
     env -u LD_LIBRARY_PATH "${envs[@]}" timeout -k 5 300 $(nh_enter h0) \
         mpirun "${ompi_root_args[@]}" "${nh_mpirun_args[@]}" --host "$spec" -np "$np" \
-        --bind-to none ${envs:+-x "${envs[0]%%=*}"} -x UCX_LOG_LEVEL=warn \
+        --bind-to none "${xs[@]}" -x UCX_LOG_LEVEL=warn \
         /bin/sh -c "$pin exec $work/mpi_hostbench -t $secs -s $sz -T $tests" >"$out" 2>&1 ||
         { echo "FAILED: $who, $np ranks, $tests" >&2; tail -20 "$out" >&2; return 1; }
     while read -r t s v; do
@@ -70,14 +77,13 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { if (NR) pr
 failed=0
 for ((r = 0; r < reps; ++r)); do
     for who in ours upstream; do
-        job $who "${hosts[1]},${hosts[2]}" 2 lat,bw,sendrecv,allreduce,alltoall "$sizes" ||
-            failed=1
-        job $who "${hosts[1]}:2,${hosts[2]}:2" 4 allreduce,alltoall 1048576,4194304 ||
-            failed=1
+        job $who "${hosts[1]},${hosts[2]}" 2 "$tests" "$sizes" || failed=1
+        [ -n "$coll" ] &&
+            { job $who "${hosts[1]}:2,${hosts[2]}:2" 4 "$coll" 1048576,4194304 || failed=1; }
     done
 done
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, ours $build (git $(git -C "$src" rev-parse --short HEAD 2>/dev/null)), upstream UCX_TLS=${up_tls:-default}, median of $reps"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, ours $build (git $(git -C "$src" rev-parse --short HEAD 2>/dev/null)), upstream UCX_TLS=${up_tls:-default}, median of $reps${OURS_ENV:+, ours with $OURS_ENV}"
 echo
 echo "| test | ranks | bytes | ours | upstream | ratio | better |"
 echo "|---|---|---|---|---|---|---|"
