@@ -18,15 +18,18 @@ BEGIN_C_DECLS
  *  side, when that side learns which protocol was used (a rendezvous sender
  *  learns it from the receiver's reply). */
 typedef enum ucp_proto_stat {
-    UCP_PROTO_STAT_EAGER_SHORT,     /**< one am_short */
-    UCP_PROTO_STAT_EAGER_BCOPY,     /**< one am_bcopy segment */
-    UCP_PROTO_STAT_EAGER_MULTI,     /**< several am_bcopy segments */
-    UCP_PROTO_STAT_EAGER_STAGED,    /**< eager, device data bounced via host */
-    UCP_PROTO_STAT_RNDV_GET,        /**< receiver read the sender's buffer */
-    UCP_PROTO_STAT_RNDV_PUT,        /**< sender wrote the receiver's buffer */
-    UCP_PROTO_STAT_RNDV_PIPE_CUDA,  /**< staged through device fragments */
-    UCP_PROTO_STAT_RNDV_PIPE_HOST,  /**< staged through host fragments */
-    UCP_PROTO_STAT_RNDV_AM,         /**< rendezvous, data as active messages */
+    UCP_PROTO_STAT_EAGER_SHORT,    /**< one am_short */
+    UCP_PROTO_STAT_EAGER_BCOPY,    /**< one am_bcopy segment */
+    UCP_PROTO_STAT_EAGER_MULTI,    /**< several am_bcopy segments */
+    UCP_PROTO_STAT_EAGER_STAGED,   /**< eager, device data bounced via host */
+    UCP_PROTO_STAT_RNDV_GET,       /**< receiver read the sender's buffer over
+                                        the device lane */
+    UCP_PROTO_STAT_RNDV_HOST_GET,  /**< receiver read the sender's host buffer
+                                        over the host lane */
+    UCP_PROTO_STAT_RNDV_PUT,       /**< sender wrote the receiver's buffer */
+    UCP_PROTO_STAT_RNDV_PIPE_CUDA, /**< staged through device fragments */
+    UCP_PROTO_STAT_RNDV_PIPE_HOST, /**< staged through host fragments */
+    UCP_PROTO_STAT_RNDV_AM,        /**< rendezvous, data as active messages */
     UCP_PROTO_STAT_LAST
 } ucp_proto_stat_t;
 

@@ -224,7 +224,7 @@ static ucs_status_t ucp_rndv_recv_host_get(ucp_rndv_req_t *rreq,
                   (unsigned long long)rreq->id, ucs_status_string(status));
         return status;
     }
-    rreq->proto = UCP_PROTO_STAT_RNDV_GET;
+    rreq->proto = UCP_PROTO_STAT_RNDV_HOST_GET;
     return UCS_OK;
 }
 

@@ -16,6 +16,7 @@ static const char *ucp_proto_stat_names[] = {
     [UCP_PROTO_STAT_EAGER_MULTI]    = "eager_multi",
     [UCP_PROTO_STAT_EAGER_STAGED]   = "eager_staged",
     [UCP_PROTO_STAT_RNDV_GET]       = "rndv_get",
+    [UCP_PROTO_STAT_RNDV_HOST_GET]  = "rndv_host_get",
     [UCP_PROTO_STAT_RNDV_PUT]       = "rndv_put",
     [UCP_PROTO_STAT_RNDV_PIPE_CUDA] = "rndv_pipe_cuda",
     [UCP_PROTO_STAT_RNDV_PIPE_HOST] = "rndv_pipe_host",
@@ -51,13 +52,11 @@ const char *ucp_proto_stat_transport(ucp_ep_h ep, ucp_proto_stat_t proto)
         }
         snprintf(buf, sizeof(buf), "%s+%s", mt_tl, am_tl);
         return buf;
+    case UCP_PROTO_STAT_RNDV_HOST_GET:
+        return (ep->host_rma_ep != NULL)
+                   ? rscs[ep->worker->host_rma_iface.rsc_index].desc.tl_name
+                   : "-";
     case UCP_PROTO_STAT_RNDV_GET:
-        /* One counter for both lanes: the device lane where the ep has one
-         * (it moves what the counter is mostly about), else the host lane. */
-        if ((ep->rma_ep == NULL) && (ep->host_rma_ep != NULL)) {
-            return rscs[ep->worker->host_rma_iface.rsc_index].desc.tl_name;
-        }
-        return rma_tl;
     case UCP_PROTO_STAT_RNDV_PUT:
         return rma_tl;
     case UCP_PROTO_STAT_RNDV_PIPE_CUDA:

@@ -181,8 +181,8 @@ class peer : public cuda_test::ucp_peer
 
     uint64_t rndv_count()
     {
-        return count(UCP_PROTO_STAT_RNDV_GET) + count(UCP_PROTO_STAT_RNDV_PUT) +
-               count(UCP_PROTO_STAT_RNDV_PIPE_CUDA) +
+        return count(UCP_PROTO_STAT_RNDV_GET) + count(UCP_PROTO_STAT_RNDV_HOST_GET) +
+               count(UCP_PROTO_STAT_RNDV_PUT) + count(UCP_PROTO_STAT_RNDV_PIPE_CUDA) +
                count(UCP_PROTO_STAT_RNDV_PIPE_HOST) + count(UCP_PROTO_STAT_RNDV_AM);
     }
 

@@ -128,6 +128,11 @@ struct buffer {
 
 class peer : public cuda_test::ucp_peer {
 public:
+  ucp_ep_h ep() const
+  {
+      return m_ep;
+  }
+
     ucs_status_ptr_t send(void *buf, size_t len, ucp_tag_t tag, bool sync = false)
     {
         ucp_request_param_t param;
@@ -236,6 +241,11 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
                                            << name_of(rkind) << " took "
                                            << "another protocol";
         }
+        if ((want == UCP_PROTO_STAT_RNDV_HOST_GET) && (rndv > 0)) {
+            /* What ucx_perftest prints as the transport: the lane that read
+             * the host buffer, not the device lane the ep also has. */
+            EXPECT_STREQ("cma", ucp_proto_stat_transport(p.ep(), want));
+        }
         check_overlaps(p, rkind, "receiver");
         p.cleanup(oob);
     };
@@ -286,8 +296,9 @@ ucp_proto_stat_t host_rndv_proto()
     char src = 1, dst = 0;
     struct iovec local = {&dst, 1}, remote = {&src, 1};
 
-    return (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1) ?
-           UCP_PROTO_STAT_RNDV_GET : UCP_PROTO_STAT_RNDV_AM;
+    return (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1)
+               ? UCP_PROTO_STAT_RNDV_HOST_GET
+               : UCP_PROTO_STAT_RNDV_AM;
 }
 
 ucp_proto_stat_t expected_proto(const kind_t &s, const kind_t &r)

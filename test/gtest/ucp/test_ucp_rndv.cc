@@ -101,8 +101,9 @@ uint64_t rndv_count(ucp_worker_h w, ucp_proto_stat_t proto)
  * UCX_RNDV_HOST_GET_MAX (4M by default), else data messages. */
 ucp_proto_stat_t host_rndv_proto(const std::string &tls, size_t len)
 {
-    return ((tls.find("cma") != std::string::npos) && (len <= (4ul << 20))) ?
-           UCP_PROTO_STAT_RNDV_GET : UCP_PROTO_STAT_RNDV_AM;
+    return ((tls.find("cma") != std::string::npos) && (len <= (4ul << 20)))
+               ? UCP_PROTO_STAT_RNDV_HOST_GET
+               : UCP_PROTO_STAT_RNDV_AM;
 }
 
 /* Whether the rendezvous of @a sizes (from k_thresh on) were counted under
@@ -114,7 +115,9 @@ void expect_host_rndv_protos(ucp_worker_h w, const std::string &tls,
     for (size_t len : sizes) {
         want[host_rndv_proto(tls, len)] += (len >= k_thresh);
     }
-    EXPECT_EQ(want[UCP_PROTO_STAT_RNDV_GET], rndv_count(w, UCP_PROTO_STAT_RNDV_GET));
+    EXPECT_EQ(want[UCP_PROTO_STAT_RNDV_HOST_GET],
+              rndv_count(w, UCP_PROTO_STAT_RNDV_HOST_GET));
+    EXPECT_EQ(0u, rndv_count(w, UCP_PROTO_STAT_RNDV_GET)) << "no device lane here";
     EXPECT_EQ(want[UCP_PROTO_STAT_RNDV_AM], rndv_count(w, UCP_PROTO_STAT_RNDV_AM));
 }
 
@@ -196,7 +199,7 @@ TEST(test_ucp_rndv_host_lane, the_pipeline_scheme_keeps_host_data_off_the_host_l
                                         &info));
             ASSERT_EQ(len, first_bad(buf.data(), len, 5));
             EXPECT_EQ(1u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));
-            EXPECT_EQ(0u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_GET));
+            EXPECT_EQ(0u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_HOST_GET));
             finish(e, ep, ch);
         },
         120);
@@ -224,7 +227,7 @@ TEST(test_ucp_rndv_host_lane, messages_above_the_get_max_take_data_messages)
                 ASSERT_EQ(len, first_bad(buf.data(), len, (unsigned)len)) << len;
             }
         }
-        EXPECT_EQ(2u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_GET));
+        EXPECT_EQ(2u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_HOST_GET));
         EXPECT_EQ(2u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));
         finish(e, ep, ch);
     };
