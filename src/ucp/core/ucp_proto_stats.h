@@ -33,6 +33,25 @@ typedef enum ucp_proto_stat {
     UCP_PROTO_STAT_LAST
 } ucp_proto_stat_t;
 
+/** Whether @a proto is a rendezvous protocol: they follow the eager ones, so
+ *  a counter added among them is counted by every caller. */
+static inline int ucp_proto_stat_is_rndv(ucp_proto_stat_t proto)
+{
+    return (proto >= UCP_PROTO_STAT_RNDV_GET) && (proto < UCP_PROTO_STAT_LAST);
+}
+
+/** Messages of @a counts (from ucp_worker_proto_stats()) that took rendezvous. */
+static inline uint64_t ucp_proto_stat_rndv_total(const uint64_t *counts)
+{
+    uint64_t total = 0;
+    int proto;
+
+    for (proto = 0; proto < UCP_PROTO_STAT_LAST; ++proto) {
+        total += ucp_proto_stat_is_rndv((ucp_proto_stat_t)proto) ? counts[proto] : 0;
+    }
+    return total;
+}
+
 /**
  * Short name of a protocol ("eager_short", "rndv_get", ...), or "unknown".
  */

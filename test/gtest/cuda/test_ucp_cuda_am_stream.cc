@@ -181,9 +181,9 @@ class peer : public cuda_test::ucp_peer
 
     uint64_t rndv_count()
     {
-        return count(UCP_PROTO_STAT_RNDV_GET) + count(UCP_PROTO_STAT_RNDV_HOST_GET) +
-               count(UCP_PROTO_STAT_RNDV_PUT) + count(UCP_PROTO_STAT_RNDV_PIPE_CUDA) +
-               count(UCP_PROTO_STAT_RNDV_PIPE_HOST) + count(UCP_PROTO_STAT_RNDV_AM);
+        uint64_t counts[UCP_PROTO_STAT_LAST];
+        ucp_worker_proto_stats(m_worker, counts);
+        return ucp_proto_stat_rndv_total(counts);
     }
 
     /* Progress until @a done or @a seconds pass. */

@@ -128,11 +128,6 @@ struct buffer {
 
 class peer : public cuda_test::ucp_peer {
 public:
-  ucp_ep_h ep() const
-  {
-      return m_ep;
-  }
-
     ucs_status_ptr_t send(void *buf, size_t len, ucp_tag_t tag, bool sync = false)
     {
         ucp_request_param_t param;
@@ -244,7 +239,7 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
         if ((want == UCP_PROTO_STAT_RNDV_HOST_GET) && (rndv > 0)) {
             /* What ucx_perftest prints as the transport: the lane that read
              * the host buffer, not the device lane the ep also has. */
-            EXPECT_STREQ("cma", ucp_proto_stat_transport(p.ep(), want));
+            EXPECT_STREQ("cma", ucp_proto_stat_transport(p.m_ep, want));
         }
         check_overlaps(p, rkind, "receiver");
         p.cleanup(oob);

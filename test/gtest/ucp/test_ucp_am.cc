@@ -565,9 +565,7 @@ static uint64_t rndv_count(ucp_worker_h w)
 {
     uint64_t counts[UCP_PROTO_STAT_LAST] = {};
     ucp_worker_proto_stats(w, counts);
-    return counts[UCP_PROTO_STAT_RNDV_GET] + counts[UCP_PROTO_STAT_RNDV_HOST_GET] +
-           counts[UCP_PROTO_STAT_RNDV_PUT] + counts[UCP_PROTO_STAT_RNDV_PIPE_CUDA] +
-           counts[UCP_PROTO_STAT_RNDV_PIPE_HOST] + counts[UCP_PROTO_STAT_RNDV_AM];
+    return ucp_proto_stat_rndv_total(counts);
 }
 
 static ucs_status_ptr_t stream_recv_flags(ucp_ep_h ep, void *buf, size_t len, size_t *got,
