@@ -81,10 +81,26 @@ static void uct_tcp_ep_tx_advance(uct_tcp_ep_t *ep, size_t sent)
     }
 }
 
+/* Nothing is in flight any more: the segment buffer goes back to the pool. */
 static void uct_tcp_ep_tx_reset(uct_tcp_ep_t *ep)
 {
     ep->tx.iovcnt = 0;
     ep->tx.index  = 0;
+    uct_tcp_iface_buf_put(ep->iface, ep->tx.buf);
+    ep->tx.buf = NULL;
+}
+
+/* A segment buffer for the message about to be built (ep->tx.buf is NULL
+ * whenever nothing is in flight). */
+static inline ucs_status_t uct_tcp_ep_tx_buf_get(uct_tcp_ep_t *ep)
+{
+    ep->tx.buf = uct_tcp_iface_buf_get(ep->iface);
+    if (ucs_unlikely(ep->tx.buf == NULL)) {
+        ucs_error("tcp ep %p: no memory for a %zu-byte send buffer", (void*)ep,
+                  ep->iface->bufs.size);
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
 }
 
 /*
@@ -92,11 +108,19 @@ static void uct_tcp_ep_tx_reset(uct_tcp_ep_t *ep)
  * the caller's memory: copy the rest into the tx buffer and make it the
  * message in flight.
  */
-static void uct_tcp_ep_tx_keep_copy(uct_tcp_ep_t *ep, const struct iovec *iov,
-                                    size_t iovcnt, size_t sent, size_t total)
+static ucs_status_t uct_tcp_ep_tx_keep_copy(uct_tcp_ep_t *ep, const struct iovec *iov,
+                                            size_t iovcnt, size_t sent, size_t total)
 {
-    uint8_t *dst = ep->tx.buf;
+    uint8_t *dst;
     size_t i, skip, len;
+
+    /* Part of the frame is on the wire: without a buffer for the rest the
+     * stream cannot continue. */
+    if (uct_tcp_ep_tx_buf_get(ep) != UCS_OK) {
+        uct_tcp_ep_set_failed(ep, UCS_ERR_NO_MEMORY);
+        return UCS_ERR_NO_MEMORY;
+    }
+    dst = ep->tx.buf;
 
     for (i = 0, skip = sent; i < iovcnt; ++i) {
         if (skip >= iov[i].iov_len) {
@@ -115,6 +139,7 @@ static void uct_tcp_ep_tx_keep_copy(uct_tcp_ep_t *ep, const struct iovec *iov,
     ep->tx.index           = 0;
     ep->tx.comp            = NULL;
     uct_tcp_ep_update_events(ep);
+    return UCS_OK;
 }
 
 ucs_status_t uct_tcp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
@@ -153,7 +178,7 @@ ucs_status_t uct_tcp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
         return status;
     }
     if (ucs_unlikely(sent < total)) {
-        uct_tcp_ep_tx_keep_copy(ep, iov, 4, sent, total);
+        return uct_tcp_ep_tx_keep_copy(ep, iov, 4, sent, total);
     }
     return UCS_OK;
 }
@@ -223,6 +248,10 @@ ssize_t uct_tcp_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack
 
     /* Pack straight into the tx buffer: if the kernel does not take it all,
      * the rest is already where it has to wait. */
+    status = uct_tcp_ep_tx_buf_get(ep);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
     payload = ep->tx.buf + sizeof(hdr);
     length  = pack_cb(payload, arg);
     ucs_assert_always(length <= ep->iface->seg_size);
@@ -246,6 +275,8 @@ ssize_t uct_tcp_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack
         ep->tx.comp   = NULL;
         uct_tcp_ep_tx_advance(ep, sent);
         uct_tcp_ep_update_events(ep);
+    } else {
+        uct_tcp_ep_tx_reset(ep);
     }
     return (ssize_t)length;
 }
@@ -318,8 +349,13 @@ ucs_status_t uct_tcp_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    status = uct_tcp_ep_tx_buf_get(ep);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
     n = uct_tcp_ep_zcopy_build(ep, id, header, header_length, iov, iovcnt, &total);
     if (ucs_unlikely(n == 0)) {
+        uct_tcp_ep_tx_reset(ep);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -329,6 +365,7 @@ ucs_status_t uct_tcp_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
         return status;
     }
     if (sent == total) {
+        uct_tcp_ep_tx_reset(ep);
         return UCS_OK;
     }
 
@@ -573,15 +610,6 @@ ucs_status_t uct_tcp_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
         return UCS_ERR_NO_MEMORY;
     }
 
-    /* Room for the largest frame built in place: a bcopy segment, or a
-     * zcopy frame header with its user header; the hello fits in either. */
-    ep->tx.buf = malloc(sizeof(uct_tcp_frame_hdr_t) +
-                        uct_tcp_frame_padded(iface->seg_size) + UCT_TCP_MAX_ZCOPY_HDR);
-    if (ep->tx.buf == NULL) {
-        status = UCS_ERR_NO_MEMORY;
-        goto err_free_ep;
-    }
-
     uct_base_ep_init(&ep->super, &iface->super);
     ep->iface                = iface;
     ep->watch.fd             = -1;
@@ -602,8 +630,7 @@ ucs_status_t uct_tcp_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
 
 err_unlink:
     ucs_list_del(&ep->list);
-    free(ep->tx.buf);
-err_free_ep:
+    uct_tcp_iface_buf_put(iface, ep->tx.buf);
     free(ep);
     return status;
 }
@@ -630,7 +657,7 @@ void uct_tcp_ep_destroy(uct_ep_h tl_ep)
     ucs_list_del(&ep->list);
     ucs_queue_head_init(&flushes);
     ucs_queue_splice(&flushes, &ep->flush_comps);
-    free(ep->tx.buf);
+    uct_tcp_iface_buf_put(iface, ep->tx.buf);
     free(ep);
     ++iface->destroy_gen;
 

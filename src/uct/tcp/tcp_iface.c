@@ -34,9 +34,13 @@
 #define UCT_TCP_MAX_SEG_SIZE       (16ul * 1024 * 1024)
 
 static ucs_config_field_t uct_tcp_iface_config_fields[] = {
-    {"SEG_SIZE", "64K",
-     "Largest am_bcopy payload, and the size of each connection's receive\n"
-     "buffer. Larger messages are received into a buffer of their own.",
+    {"SEG_SIZE", "256K",
+     "Largest am_bcopy payload, and the size of the send and receive buffers\n"
+     "a connection borrows from its iface while a message is partly sent or\n"
+     "received (idle connections hold none). Larger messages are received\n"
+     "into a buffer of their own. Fewer, larger segments mean fewer system\n"
+     "calls per byte, which is what large messages in both directions at\n"
+     "once need most.",
      offsetof(uct_tcp_iface_config_t, super.max_bcopy), UCS_CONFIG_TYPE_SIZE},
 
     {"MAX_ZCOPY", "16M",
@@ -475,6 +479,21 @@ static int uct_tcp_iface_is_reachable(const uct_iface_h tl_iface,
            uct_tcp_netif_routes_via(iface->dev_name, &iface->addr, &peer_sa);
 }
 
+static void uct_tcp_iface_buf_pool_cleanup(uct_tcp_iface_t *iface)
+{
+    void *buf;
+
+    if (iface->bufs.num_out != 0) {
+        ucs_warn("tcp iface %p: %u segment buffers still held at close",
+                 (void*)iface, iface->bufs.num_out);
+    }
+    while ((buf = iface->bufs.free_list) != NULL) {
+        iface->bufs.free_list = *(void**)buf;
+        free(buf);
+    }
+    iface->bufs.num_free = 0;
+}
+
 static void uct_tcp_iface_close(uct_iface_h tl_iface)
 {
     uct_tcp_iface_t *iface = uct_tcp_iface(tl_iface);
@@ -489,6 +508,7 @@ static void uct_tcp_iface_close(uct_iface_h tl_iface)
     ucs_list_for_each_safe(conn, tmp_conn, &iface->rx_conns, list) {
         uct_tcp_rx_conn_destroy(conn);
     }
+    uct_tcp_iface_buf_pool_cleanup(iface);
 
     uct_base_iface_cleanup(&iface->super);
     uct_tcp_iface_watch_close(iface, &iface->listener);
@@ -620,6 +640,12 @@ static ucs_status_t uct_tcp_iface_open(uct_md_h md, uct_worker_h worker,
     iface->max_short         = (iface->seg_size < UCT_TCP_MAX_SHORT) ?
                                iface->seg_size : UCT_TCP_MAX_SHORT;
     iface->max_zcopy         = config->max_zcopy;
+    /* Room for the largest frame built in place (a bcopy segment, or a zcopy
+     * frame header with its user header; the hello fits in either) and for
+     * a receive ring of one segment. */
+    iface->bufs.size         = sizeof(uct_tcp_frame_hdr_t) +
+                               uct_tcp_frame_padded(iface->seg_size) +
+                               UCT_TCP_MAX_ZCOPY_HDR;
     iface->bandwidth         = uct_tcp_netif_bandwidth(dev_name);
     if (iface->bandwidth == 0) {
         iface->bandwidth = UCT_TCP_DEFAULT_BANDWIDTH;

@@ -28,13 +28,10 @@ ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
 
     /* One segment of the largest bcopy frame; larger frames get their own
      * buffer. The hello fits in any capacity (it is smaller than a frame
-     * header plus a minimal segment). */
+     * header plus a minimal segment). The ring itself comes from the iface's
+     * pool only while bytes are waiting in it. */
     conn->capacity = sizeof(uct_tcp_frame_hdr_t) + uct_tcp_frame_padded(iface->seg_size);
-    conn->buf      = malloc(conn->capacity);
-    if (conn->buf == NULL) {
-        status = UCS_ERR_NO_MEMORY;
-        goto err_free_conn;
-    }
+    ucs_assert(conn->capacity <= iface->bufs.size);
 
     conn->watch.fd   = fd;
     conn->watch.kind = UCT_TCP_WATCH_RX;
@@ -43,7 +40,7 @@ ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
 
     status = uct_tcp_iface_watch_add(iface, &conn->watch, EPOLLIN);
     if (status != UCS_OK) {
-        goto err_free_buf;
+        goto err_free_conn;
     }
 
     ucs_list_add_tail(&iface->rx_conns, &conn->list);
@@ -52,8 +49,6 @@ ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
               (void*)conn, uct_tcp_sockaddr_str(peer, str, sizeof(str)));
     return UCS_OK;
 
-err_free_buf:
-    free(conn->buf);
 err_free_conn:
     free(conn);
 err_close_fd:
@@ -68,7 +63,7 @@ void uct_tcp_rx_conn_destroy(uct_tcp_rx_conn_t *conn)
     uct_tcp_iface_watch_close(iface, &conn->watch);
     ucs_list_del(&conn->list);
     free(conn->large.mem);
-    free(conn->buf);
+    uct_tcp_iface_buf_put(iface, conn->buf);
     free(conn);
     ++iface->destroy_gen;
 }
@@ -239,6 +234,16 @@ unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn)
         return uct_tcp_rx_conn_progress_large(conn);
     }
 
+    if (conn->buf == NULL) {
+        conn->buf = uct_tcp_iface_buf_get(conn->iface);
+        if (conn->buf == NULL) {
+            ucs_error("tcp: no memory for a %zu-byte receive buffer",
+                      conn->iface->bufs.size);
+            uct_tcp_rx_conn_close(conn, UCS_ERR_NO_MEMORY);
+            return 0;
+        }
+    }
+
     status = uct_tcp_sock_recv(conn->watch.fd, conn->buf + conn->tail,
                                conn->capacity - conn->tail, &recvd);
     if (status != UCS_OK) {
@@ -264,9 +269,12 @@ unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn)
     }
 
     /* Keep the partial frame at the start, so that the buffer always has
-     * room for a whole segment (and payloads stay aligned). */
+     * room for a whole segment (and payloads stay aligned). An empty ring
+     * goes back to the pool: idle connections hold no segment memory. */
     if (conn->head == conn->tail) {
         conn->head = conn->tail = 0;
+        uct_tcp_iface_buf_put(conn->iface, conn->buf);
+        conn->buf = NULL;
     } else if (conn->head > 0) {
         memmove(conn->buf, conn->buf + conn->head, conn->tail - conn->head);
         conn->tail -= conn->head;

@@ -6,6 +6,7 @@
  */
 #include "test_uct_tcp.h"
 #include "common/resource_census.h"
+#include "common/sanitizer.h"
 
 #include <arpa/inet.h>
 #include <atomic>
@@ -1034,5 +1035,60 @@ TEST_F(test_uct_tcp, small_socket_buffers_without_nodelay_still_deliver_everythi
     EXPECT_TRUE(("hdr" + big) == rec.msg(0).data);
     for (unsigned i = 0; i < 20; ++i) {
         EXPECT_TRUE(numbered(i, 40000) == rec.msg(i + 1).data) << "message " << i;
+    }
+}
+
+/* Each connection used to own a send and a receive buffer of one segment
+ * from its creation: 256 KiB each by default, so a process with many
+ * peers paid half a MiB per peer whether they talked or not. Buffers now
+ * come from the iface only while a message is partly sent or received. */
+TEST_F(test_uct_tcp, idle_connections_hold_no_segment_buffers)
+{
+    const unsigned pairs = 32;
+    uct_test_entity *a = entity(), *b = entity();
+    am_recorder rec_a(*a, AM_ID), rec_b(*b, AM_ID);
+    std::vector<std::pair<uct_ep_h, uct_ep_h>> eps;
+    size_t seg = a->iface_attr().cap.am.max_bcopy;
+
+    /* The first connection sets up what every iface allocates once. */
+    eps.push_back(connect(*a, *b));
+    size_t before = heap_in_use();
+
+    for (unsigned i = 1; i < pairs; ++i) {
+        eps.push_back(connect(*a, *b));
+    }
+    /* Two rounds of a small message each way on every connection: the
+     * second finds the buffers of the first given back, and still arrives. */
+    for (unsigned round = 0; round < 2; ++round) {
+        for (unsigned i = 0; i < pairs; ++i) {
+            std::string m = numbered(round * pairs + i, 100);
+            ASSERT_UCS_OK(tcp_send_retry([&] { return tcp_am_bcopy(eps[i].first, AM_ID, m); },
+                                         [this] { return progress(); }));
+            ASSERT_UCS_OK(tcp_send_retry([&] { return tcp_am_bcopy(eps[i].second, AM_ID, m); },
+                                         [this] { return progress(); }));
+        }
+        ASSERT_TRUE(progress_until([&] {
+            return (rec_a.count() == (round + 1) * pairs) &&
+                   (rec_b.count() == (round + 1) * pairs);
+        }));
+    }
+    size_t grown = heap_in_use() - before;
+
+    /* 4 * (pairs - 1) buffers if connections owned theirs; now at most what
+     * each iface's pool keeps (8), plus the eps and connections themselves. */
+    EXPECT_LT(grown, 20 * seg) << "the heap grew by " << grown << " bytes for "
+                               << (pairs - 1) << " more idle connection pairs ("
+                               << seg << "-byte segments)";
+    /* Connections are separate streams: only the set of messages of a round
+     * is fixed, not their order across connections. */
+    for (unsigned round = 0; round < 2; ++round) {
+        std::multiset<std::string> expected, got_a, got_b;
+        for (unsigned i = 0; i < pairs; ++i) {
+            expected.insert(numbered(round * pairs + i, 100));
+            got_a.insert(rec_a.msg(round * pairs + i).data);
+            got_b.insert(rec_b.msg(round * pairs + i).data);
+        }
+        EXPECT_TRUE(expected == got_a) << "round " << round;
+        EXPECT_TRUE(expected == got_b) << "round " << round;
     }
 }
