@@ -356,6 +356,11 @@ class test_ucp_cuda_rndv_tcp : public test_ucp_cuda_rndv
 
         env.push_back({"UCX_TLS", "tcp,cuda_copy"});
         env.push_back({"UCX_NET_DEVICES", "lo"});
+        /* The fragments here are scaled down to k_frag; segments keep the
+         * default proportion (256K segments, 512K host fragments): no larger
+         * than a fragment, so that a fragment fills over several arrivals
+         * and its copy can run beside the next ones. */
+        env.push_back({"UCX_TCP_SEG_SIZE", std::to_string(k_frag)});
         run_sizes(s, r,
                   (s.host && r.host) ? UCP_PROTO_STAT_RNDV_AM
                                      : UCP_PROTO_STAT_RNDV_PIPE_HOST,
