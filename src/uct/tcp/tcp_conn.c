@@ -15,16 +15,11 @@
 ucs_status_t uct_tcp_conn_connect(uct_tcp_ep_t *ep)
 {
     uct_tcp_iface_t *iface = ep->iface;
-    uct_tcp_hello_t *hello;
+    uct_tcp_hello_t *hello = &ep->hello;
     char str[UCT_TCP_SOCKADDR_STRLEN];
     ucs_status_t status;
     int err;
 
-    ep->tx.buf = uct_tcp_iface_buf_get(iface);
-    if (ep->tx.buf == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    hello = (uct_tcp_hello_t*)ep->tx.buf;
     status = uct_tcp_sock_connect(&iface->addr, &ep->peer, &iface->sock_opts,
                                   &ep->watch.fd, &err);
     if (status != UCS_OK) {

@@ -86,7 +86,7 @@ static void uct_tcp_ep_tx_reset(uct_tcp_ep_t *ep)
 {
     ep->tx.iovcnt = 0;
     ep->tx.index  = 0;
-    uct_tcp_iface_buf_put(ep->iface, ep->tx.buf);
+    uct_tcp_iface_seg_put(ep->tx.buf);
     ep->tx.buf = NULL;
 }
 
@@ -94,10 +94,10 @@ static void uct_tcp_ep_tx_reset(uct_tcp_ep_t *ep)
  * whenever nothing is in flight). */
 static inline ucs_status_t uct_tcp_ep_tx_buf_get(uct_tcp_ep_t *ep)
 {
-    ep->tx.buf = uct_tcp_iface_buf_get(ep->iface);
+    ep->tx.buf = ucs_mpool_get(&ep->iface->seg_mp);
     if (ucs_unlikely(ep->tx.buf == NULL)) {
-        ucs_error("tcp ep %p: no memory for a %zu-byte send buffer", (void*)ep,
-                  ep->iface->bufs.size);
+        ucs_error("tcp ep %p: no memory for a send buffer of %zu-byte segments",
+                  (void*)ep, ep->iface->seg_size);
         return UCS_ERR_NO_MEMORY;
     }
     return UCS_OK;
@@ -630,7 +630,7 @@ ucs_status_t uct_tcp_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
 
 err_unlink:
     ucs_list_del(&ep->list);
-    uct_tcp_iface_buf_put(iface, ep->tx.buf);
+    uct_tcp_iface_seg_put(ep->tx.buf);
     free(ep);
     return status;
 }
@@ -657,7 +657,7 @@ void uct_tcp_ep_destroy(uct_ep_h tl_ep)
     ucs_list_del(&ep->list);
     ucs_queue_head_init(&flushes);
     ucs_queue_splice(&flushes, &ep->flush_comps);
-    uct_tcp_iface_buf_put(iface, ep->tx.buf);
+    uct_tcp_iface_seg_put(ep->tx.buf);
     free(ep);
     ++iface->destroy_gen;
 

@@ -27,6 +27,7 @@
 #define UCT_TCP_EP_H_
 
 #include "tcp_iface.h"
+#include "tcp_wire.h"
 
 #include <ucs/datastruct/queue.h>
 
@@ -55,8 +56,13 @@ typedef struct uct_tcp_ep {
         unsigned         iovcnt;
         unsigned         index;
         uct_completion_t *comp;   /**< am_zcopy completion, or NULL */
-        uint8_t          *buf;    /**< frame header + seg_size bytes */
+        uint8_t          *buf;    /**< segment buffer of iface->seg_mp while
+                                       a frame of ours is partly sent, else
+                                       NULL */
     } tx;
+    /** What the connection opens with: kept apart from the segment buffers,
+     *  so that many eps connecting at once do not each hold a segment. */
+    uct_tcp_hello_t     hello;
 
     uct_pending_queue_t pending;
     ucs_queue_head_t    flush_comps;  /**< uct_tcp_ep_flush_req_t */

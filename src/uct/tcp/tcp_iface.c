@@ -479,19 +479,19 @@ static int uct_tcp_iface_is_reachable(const uct_iface_h tl_iface,
            uct_tcp_netif_routes_via(iface->dev_name, &iface->addr, &peer_sa);
 }
 
-static void uct_tcp_iface_buf_pool_cleanup(uct_tcp_iface_t *iface)
+/* Room for the largest frame built in place (a bcopy segment, or a zcopy
+ * frame header with its user header; the hello fits in either) and for a
+ * receive ring of one segment. */
+static ucs_status_t uct_tcp_iface_seg_mp_init(uct_tcp_iface_t *iface)
 {
-    void *buf;
+    ucs_mpool_params_t params;
 
-    if (iface->bufs.num_out != 0) {
-        ucs_warn("tcp iface %p: %u segment buffers still held at close",
-                 (void*)iface, iface->bufs.num_out);
-    }
-    while ((buf = iface->bufs.free_list) != NULL) {
-        iface->bufs.free_list = *(void**)buf;
-        free(buf);
-    }
-    iface->bufs.num_free = 0;
+    ucs_mpool_params_reset(&params);
+    params.obj_size       = sizeof(uct_tcp_frame_hdr_t) +
+                            uct_tcp_frame_padded(iface->seg_size) + UCT_TCP_MAX_ZCOPY_HDR;
+    params.objs_per_chunk = 1;
+    params.name           = "tcp_seg";
+    return ucs_mpool_init(&iface->seg_mp, &params);
 }
 
 static void uct_tcp_iface_close(uct_iface_h tl_iface)
@@ -508,7 +508,7 @@ static void uct_tcp_iface_close(uct_iface_h tl_iface)
     ucs_list_for_each_safe(conn, tmp_conn, &iface->rx_conns, list) {
         uct_tcp_rx_conn_destroy(conn);
     }
-    uct_tcp_iface_buf_pool_cleanup(iface);
+    ucs_mpool_cleanup(&iface->seg_mp);
 
     uct_base_iface_cleanup(&iface->super);
     uct_tcp_iface_watch_close(iface, &iface->listener);
@@ -640,12 +640,6 @@ static ucs_status_t uct_tcp_iface_open(uct_md_h md, uct_worker_h worker,
     iface->max_short         = (iface->seg_size < UCT_TCP_MAX_SHORT) ?
                                iface->seg_size : UCT_TCP_MAX_SHORT;
     iface->max_zcopy         = config->max_zcopy;
-    /* Room for the largest frame built in place (a bcopy segment, or a zcopy
-     * frame header with its user header; the hello fits in either) and for
-     * a receive ring of one segment. */
-    iface->bufs.size         = sizeof(uct_tcp_frame_hdr_t) +
-                               uct_tcp_frame_padded(iface->seg_size) +
-                               UCT_TCP_MAX_ZCOPY_HDR;
     iface->bandwidth         = uct_tcp_netif_bandwidth(dev_name);
     if (iface->bandwidth == 0) {
         iface->bandwidth = UCT_TCP_DEFAULT_BANDWIDTH;
@@ -657,11 +651,16 @@ static ucs_status_t uct_tcp_iface_open(uct_md_h md, uct_worker_h worker,
     ucs_list_head_init(&iface->rx_conns);
     ucs_list_head_init(&iface->failed_eps);
 
+    status = uct_tcp_iface_seg_mp_init(iface);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
     iface->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (iface->epfd < 0) {
         ucs_error("tcp: epoll_create1() failed: %s", strerror(errno));
         status = UCS_ERR_IO_ERROR;
-        goto err_free;
+        goto err_cleanup_mp;
     }
 
     /* Bound to the device's address only: nothing else of this host is
@@ -693,6 +692,8 @@ err_close_listener:
     uct_tcp_iface_watch_close(iface, &iface->listener);
 err_close_epfd:
     close(iface->epfd);
+err_cleanup_mp:
+    ucs_mpool_cleanup(&iface->seg_mp);
 err_free:
     free(iface);
     return status;

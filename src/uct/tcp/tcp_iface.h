@@ -37,11 +37,10 @@
 
 #include <uct/base/uct_iface.h>
 #include <ucs/datastruct/list.h>
+#include <ucs/datastruct/mpool.h>
 
 #include <netinet/in.h>
 #include <stdint.h>
-
-#include <stdlib.h>
 
 BEGIN_C_DECLS
 
@@ -96,23 +95,6 @@ typedef struct uct_tcp_iface_config {
     unsigned           keepcnt;
 } uct_tcp_iface_config_t;
 
-/**
- * Segment buffers (frame header, one segment, a zcopy user header) shared by
- * the iface's eps and receive connections. An ep holds one only while a
- * message of its own is partly sent, a receive connection only while it has
- * bytes of an incomplete frame, so idle peers cost no segment memory however
- * many there are; a few released buffers are kept for the next taker.
- */
-typedef struct uct_tcp_buf_pool {
-    void     *free_list; /**< released buffers, linked through their first word */
-    unsigned num_free;
-    unsigned num_out;    /**< held by eps and connections now */
-    size_t   size;       /**< bytes of each buffer */
-} uct_tcp_buf_pool_t;
-
-/** Released buffers the pool keeps instead of freeing. */
-#define UCT_TCP_BUF_POOL_KEEP 8
-
 typedef struct uct_tcp_iface {
     uct_base_iface_t    super;
     char                dev_name[UCT_DEVICE_NAME_MAX];
@@ -141,43 +123,22 @@ typedef struct uct_tcp_iface {
     /** The ep whose pending queue is being dispatched: its queued requests
      *  may send although the queue is not empty. */
     struct uct_tcp_ep   *dispatching_ep;
-    uct_tcp_buf_pool_t  bufs;
+    /**
+     * Segment buffers (frame header, one segment, a zcopy user header)
+     * shared by the eps and receive connections: an ep holds one only while
+     * a message of its own is partly sent, a receive connection only while
+     * it has bytes of an incomplete frame, so idle peers cost no segment
+     * memory however many there are. One buffer per chunk: the pool grows
+     * to the most connections mid-message at once, never by 64 segments.
+     */
+    ucs_mpool_t         seg_mp;
 } uct_tcp_iface_t;
 
-/** A segment buffer of iface->bufs.size bytes, or NULL when out of memory. */
-static inline uint8_t *uct_tcp_iface_buf_get(uct_tcp_iface_t *iface)
+/** Give back a segment buffer of iface->seg_mp (NULL is ignored). */
+static inline void uct_tcp_iface_seg_put(uint8_t *buf)
 {
-    uct_tcp_buf_pool_t *pool = &iface->bufs;
-    void *buf                = pool->free_list;
-
-    if (ucs_likely(buf != NULL)) {
-        pool->free_list = *(void**)buf;
-        --pool->num_free;
-    } else {
-        buf = malloc(pool->size);
-        if (buf == NULL) {
-            return NULL;
-        }
-    }
-    ++pool->num_out;
-    return (uint8_t*)buf;
-}
-
-/** Give back a buffer of uct_tcp_iface_buf_get(); NULL is ignored. */
-static inline void uct_tcp_iface_buf_put(uct_tcp_iface_t *iface, uint8_t *buf)
-{
-    uct_tcp_buf_pool_t *pool = &iface->bufs;
-
-    if (buf == NULL) {
-        return;
-    }
-    --pool->num_out;
-    if (pool->num_free < UCT_TCP_BUF_POOL_KEEP) {
-        *(void**)buf    = pool->free_list;
-        pool->free_list = buf;
-        ++pool->num_free;
-    } else {
-        free(buf);
+    if (buf != NULL) {
+        ucs_mpool_put(buf);
     }
 }
 

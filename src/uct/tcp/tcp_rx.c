@@ -31,7 +31,6 @@ ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
      * header plus a minimal segment). The ring itself comes from the iface's
      * pool only while bytes are waiting in it. */
     conn->capacity = sizeof(uct_tcp_frame_hdr_t) + uct_tcp_frame_padded(iface->seg_size);
-    ucs_assert(conn->capacity <= iface->bufs.size);
 
     conn->watch.fd   = fd;
     conn->watch.kind = UCT_TCP_WATCH_RX;
@@ -63,7 +62,7 @@ void uct_tcp_rx_conn_destroy(uct_tcp_rx_conn_t *conn)
     uct_tcp_iface_watch_close(iface, &conn->watch);
     ucs_list_del(&conn->list);
     free(conn->large.mem);
-    uct_tcp_iface_buf_put(iface, conn->buf);
+    uct_tcp_iface_seg_put(conn->buf);
     free(conn);
     ++iface->destroy_gen;
 }
@@ -235,10 +234,10 @@ unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn)
     }
 
     if (conn->buf == NULL) {
-        conn->buf = uct_tcp_iface_buf_get(conn->iface);
+        conn->buf = ucs_mpool_get(&conn->iface->seg_mp);
         if (conn->buf == NULL) {
-            ucs_error("tcp: no memory for a %zu-byte receive buffer",
-                      conn->iface->bufs.size);
+            ucs_error("tcp: no memory for a receive buffer of %zu-byte segments",
+                      conn->iface->seg_size);
             uct_tcp_rx_conn_close(conn, UCS_ERR_NO_MEMORY);
             return 0;
         }
@@ -273,7 +272,7 @@ unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn)
      * goes back to the pool: idle connections hold no segment memory. */
     if (conn->head == conn->tail) {
         conn->head = conn->tail = 0;
-        uct_tcp_iface_buf_put(conn->iface, conn->buf);
+        uct_tcp_iface_seg_put(conn->buf);
         conn->buf = NULL;
     } else if (conn->head > 0) {
         memmove(conn->buf, conn->buf + conn->head, conn->tail - conn->head);
