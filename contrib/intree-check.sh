@@ -2,8 +2,12 @@
 # The newcomer's build, kept passing (README "Building by hand", without a
 # build directory): in a copy of the tree, ./autogen.sh, ./configure with
 # no options (an optimised build, CUDA when the toolkit is there), make,
-# make install (to a private prefix), make check. Counts googletest's
-# closing lines of every suite make check ran.
+# make install (to a private prefix), make check, then the shell tests of
+# contrib/tests in that tree (contrib/run-tests.sh with RUN_GTEST=no: make
+# check has run the googletest binaries). This is CI's only gcc tree: the
+# sanitizer tree (clang, --enable-debug) covers the out-of-tree build and
+# the debug-only checks, valgrind.sh runs on this one. Counts googletest's
+# closing lines of every suite make check ran and the shell tests.
 #
 # usage: contrib/intree-check.sh DIR     (DIR is created anew)
 # Last line: N passed, M failed, K skipped
@@ -40,5 +44,15 @@ while read -r n; do f=$((f + n)); done < <(sed -n 's/^\[  FAILED  \] \([0-9]*\) 
 while read -r n; do s=$((s + n)); done < <(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' check.out)
 grep -E '^\[  FAILED  \] [a-z]' check.out | sort -u | head -20
 [ $rc -ne 0 ] && [ $f -eq 0 ] && { echo "intree: make check exited $rc"; tail -20 check.out; f=1; }
+echo "[intree] make check: $p passed, $f failed, $s skipped"
+
+RUN_GTEST=no "$dir/contrib/run-tests.sh" "$dir" intree >shell-tests.out 2>&1
+cat shell-tests.out
+last=$(tail -1 shell-tests.out)
+if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+    p=$((p + BASH_REMATCH[1])); f=$((f + BASH_REMATCH[2])); s=$((s + BASH_REMATCH[3]))
+else
+    echo "intree: the shell tests ended without a summary"; f=$((f + 1))
+fi
 echo "$p passed, $f failed, $s skipped"
 [ $f -eq 0 ]

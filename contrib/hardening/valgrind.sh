@@ -1,6 +1,6 @@
 #!/bin/bash
 # Valgrind memcheck of a representative subset of the gtest suite, on a
-# tree built without sanitizers (the debug tree): data structures, the
+# tree built without sanitizers (the in-tree build): data structures, the
 # configuration engine, the memtype cache, the posix shared-memory transport
 # and UCP tag matching between two real processes (the child is traced
 # too). Any invalid access, use of uninitialised memory or definitely lost

@@ -23,7 +23,7 @@ command -v mpicc >/dev/null && command -v mpirun >/dev/null ||
 . "$src/contrib/tests/lib/ompi.sh"
 ompi_skip_instrumented "$build"
 if grep -qE -- '-fsanitize=thread' "$build/Makefile" 2>/dev/null; then
-    echo "SKIP: thread-sanitizer tree: Debian's Open MPI plugins cannot load it; the debug tree runs this test"
+    echo "SKIP: thread-sanitizer tree: Debian's Open MPI plugins cannot load it; the in-tree build (contrib/intree-check.sh) runs this test"
     exit 77
 fi
 

@@ -17,7 +17,7 @@ runs=${RUNS:-20}
 command -v mpicc >/dev/null && command -v mpirun >/dev/null ||
     { echo "SKIP: Open MPI (openmpi-bin, libopenmpi-dev) not installed"; exit 77; }
 if grep -qE -- '-fsanitize=(address|fuzzer|thread)' "$build/Makefile" 2>/dev/null; then
-    echo "SKIP: instrumented tree: Debian's Open MPI plugins cannot load it; the debug tree runs this test"
+    echo "SKIP: instrumented tree: Debian's Open MPI plugins cannot load it; the in-tree build (contrib/intree-check.sh) runs this test"
     exit 77
 fi
 

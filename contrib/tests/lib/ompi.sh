@@ -4,10 +4,10 @@
 # Exit 77 (skip, visibly) for a tree Open MPI's plugins cannot load. They are
 # not instrumented: libraries built with the sanitizers or fuzzing coverage
 # leave runtime symbols unresolved (__sancov_lowest_stack), so MPI_Init fails
-# before our code runs. The debug tree runs these tests in full.
+# before our code runs. The in-tree build (contrib/intree-check.sh) runs these tests in full.
 ompi_skip_instrumented() { # BUILD_DIR
     if grep -qE -- '-fsanitize=(address|fuzzer)' "$1/Makefile" 2>/dev/null; then
-        echo "SKIP: instrumented tree (sanitizers/fuzzing): Debian's Open MPI plugins cannot load it; the debug tree runs this test"
+        echo "SKIP: instrumented tree (sanitizers/fuzzing): Debian's Open MPI plugins cannot load it; the in-tree build (contrib/intree-check.sh) runs this test"
         exit 77
     fi
 }
