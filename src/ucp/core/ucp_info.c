@@ -129,8 +129,8 @@ ucs_status_t ucp_ep_query_transports(ucp_ep_h ep, ucp_transports_t *transports)
     if (ep->rma_ep != NULL) {
         lanes[num++] = &ep->worker->rma_iface;
     }
-    if (ep->host_rma_ep != NULL) {
-        lanes[num++] = &ep->worker->host_rma_iface;
+    if ((ep->host_rma_ep != NULL) && ep->host_lane->own_eps) {
+        lanes[num++] = ep->host_lane->wiface;
     }
     num = ucs_min(num, transports->num_entries);
     for (i = 0; i < num; ++i) {

@@ -297,7 +297,9 @@ struct ucp_ep {
     uct_ep_h                uct_ep;
     ucp_worker_iface_t      *wiface;
     uct_ep_h                rma_ep;       /* cuda_ipc to the peer, or NULL */
-    uct_ep_h                host_rma_ep;  /* host rendezvous lane, or NULL */
+    uct_ep_h                host_rma_ep;  /* host rendezvous lane, or NULL;
+                                             may be uct_ep itself */
+    const struct ucp_rndv_host_lane *host_lane; /* what host_rma_ep is */
     struct ucp_rndv_key_cache *rndv_keys; /* the peer's unpacked cuda_ipc keys */
     uint64_t                remote_uuid;
     size_t                  max_short;    /* eager payload via am_short */

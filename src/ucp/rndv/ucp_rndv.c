@@ -136,6 +136,7 @@ void ucp_rndv_worker_cleanup(ucp_worker_h worker)
     ucp_rndv_send_key_drop(worker);
     free(rw->tx_key.bytes);
     ucp_rndv_key_cache_destroy(rw->own_keys);
+    free(rw->msg_host_lanes);
     free(rw->slots);
     free(rw->gens);
     free(rw);
@@ -217,7 +218,7 @@ ucs_status_t ucp_rndv_ep_model(ucp_ep_h ep, ucp_rndv_model_t *model)
                                 (worker->mt_ep != NULL) ? worker->mt_iface : NULL,
                                 (ep->rma_ep != NULL) ? worker->rma_iface.iface : NULL,
                                 (ep->host_rma_ep != NULL) ?
-                                worker->host_rma_iface.iface : NULL,
+                                ep->host_lane->wiface->iface : NULL,
                                 cfg->frag_size[UCS_MEMORY_TYPE_HOST],
                                 cfg->frag_size[UCS_MEMORY_TYPE_CUDA],
                                 cfg->frag_type == UCP_RNDV_FRAG_TYPE_CUDA);
@@ -344,7 +345,7 @@ void ucp_rndv_req_complete(ucp_rndv_req_t *rreq, ucs_status_t status)
         ucp_rndv_key_release(worker, rreq->ipc_memh);
     }
     if (rreq->host_memh != NULL) {
-        ucp_rndv_host_key_release(worker, rreq->host_memh);
+        ucp_rndv_host_key_release(rreq->host_md, rreq->host_memh);
     }
     if ((status == UCS_OK) && (rreq->proto < UCP_PROTO_STAT_LAST)) {
         ++worker->proto_stats[rreq->proto];

@@ -132,6 +132,7 @@ typedef struct ucp_rndv_req {
     unsigned           mode;        /* UCP_RNDV_RTR_* once chosen, else 0 */
     uct_mem_h          ipc_memh;    /* our buffer's cuda_ipc registration */
     uct_mem_h          host_memh;   /* our buffer's host lane registration */
+    uct_md_h           host_md;     /* that registered it */
     /* pipeline */
     size_t             next_offset; /* next byte to stage / send */
     size_t             done_bytes;  /* acknowledged / received */
@@ -298,6 +299,19 @@ void ucp_rndv_warn_import_failed(ucs_status_t status);
 
 /* ---- ucp_rndv_host.c: the host-memory lane ------------------------------ */
 
+/** A transport that reads a peer's host memory for rendezvous: either an
+ *  iface of its own (cma: eps get their own uct ep on it) or a messaging
+ *  network iface that offers get zcopy itself (tcp: the messaging ep reads). */
+typedef struct ucp_rndv_host_lane {
+    const ucp_worker_iface_t *wiface;
+    uct_md_h                 md;        /* registers and packs our keys */
+    uct_component_h          component; /* unpacks the peer's */
+    size_t                   key_size;
+    int                      own_eps;   /* eps connect their own uct ep */
+    int                      bounded;   /* UCX_RNDV_HOST_GET_MAX applies: the
+                                           reader's core copies alone */
+} ucp_rndv_host_lane_t;
+
 /** Whether a resource's md fits a rendezvous lane. */
 typedef int (*ucp_rndv_md_fits_func_t)(const uct_md_attr_t *attr);
 
@@ -313,17 +327,21 @@ void ucp_rndv_lane_select(ucp_worker_h worker, ucp_rndv_md_fits_func_t md_fits,
 /** Choose and open the host lane (after the messaging ifaces are open). */
 void ucp_rndv_host_lane_open(ucp_worker_h worker);
 void ucp_rndv_host_lane_close(ucp_worker_h worker);
-/** Give @a ep a host lane ep when the peer's address has a reachable entry
- *  of the lane's transport. */
+/** Give @a ep a host lane: an ep of the worker's host lane when the peer's
+ *  address has a reachable entry of its transport, else its messaging ep
+ *  when that iface reads peers' host memory itself (after its uct_ep). */
 void ucp_rndv_host_ep_connect(ucp_ep_h ep, const ucp_unpacked_address_t *addr);
 void ucp_rndv_host_ep_cleanup(ucp_ep_h ep);
-/** Bytes of a packed host lane key; 0 without the lane. */
-size_t ucp_rndv_host_key_size(ucp_worker_h worker);
-/** Register [buffer, +length) with the lane's md and pack its key into
- *  @a key (ucp_rndv_host_key_size() bytes). */
-ucs_status_t ucp_rndv_host_key_pack(ucp_worker_h worker, void *buffer, size_t length,
-                                    uct_mem_h *memh_p, void *key);
-void ucp_rndv_host_key_release(ucp_worker_h worker, uct_mem_h memh);
+/** Bytes of a packed key of @a ep's host lane; 0 without one. */
+size_t ucp_rndv_host_key_size(ucp_ep_h ep);
+/** Register [buffer, +length) with @a ep's host lane md (into *@a md_p and
+ *  *@a memh_p) and pack its key into @a key (ucp_rndv_host_key_size()
+ *  bytes). */
+ucs_status_t ucp_rndv_host_key_pack(ucp_ep_h ep, void *buffer, size_t length,
+                                    uct_md_h *md_p, uct_mem_h *memh_p, void *key);
+void ucp_rndv_host_key_release(uct_md_h md, uct_mem_h memh);
+/** Whether a get of @a length bytes over @a ep's host lane is allowed. */
+int ucp_rndv_host_get_fits(ucp_ep_h ep, size_t length);
 /** Read [remote_addr, +length) of @a ep's peer, named by @a key, into
  *  @a buffer over the host lane; as ucp_rndv_op_started() (the op is freed
  *  on error). UCS_ERR_UNREACHABLE: the key does not unpack here. */

@@ -35,9 +35,10 @@ struct ucp_rndv_worker {
     uct_component_h           ipc_component; /* cuda_ipc: unpack */
     size_t                    key_size;
     uct_md_h                  copy_md;       /* cuda_cpy: fragment memory */
-    uct_md_h                  host_md;       /* host lane: keys */
-    uct_component_h           host_component; /* host lane: unpack */
-    size_t                    host_key_size;
+    ucp_rndv_host_lane_t      host_lane;     /* of worker->host_rma_iface */
+    ucp_rndv_host_lane_t      *msg_host_lanes; /* per messaging iface: it
+                                                  reads peers' memory itself
+                                                  (md NULL: it does not) */
     struct ucp_rndv_frag_pool *pools[UCS_MEMORY_TYPE_LAST];
     ucs_list_link_t           free_reqs;     /* recycled ucp_rndv_req_t */
     ucs_list_link_t           free_ops;      /* recycled ucp_rndv_op_t */

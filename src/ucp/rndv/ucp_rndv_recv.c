@@ -127,19 +127,19 @@ static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
 static void ucp_rndv_recv_host_get_failed(ucp_rndv_req_t *rreq, ucs_status_t status)
 {
     static int warned;
-    ucp_ep_h ep;
+    ucp_ep_h ep = ucp_rndv_recv_ep(rreq);
 
+    if ((ep == NULL) || (ep->flags & UCP_EP_FLAG_FAILED)) {
+        return; /* the peer is gone, not its memory: the ep's failure tells */
+    }
     if (!warned) {
         warned = 1;
         ucs_warn("ucp: reading a peer's host memory failed (%s): host "
                  "rendezvous from that peer goes through active messages",
                  ucs_status_string(status));
     }
-    ep = ucp_rndv_recv_ep(rreq);
-    if (ep != NULL) {
-        ucp_rndv_host_ep_cleanup(ep);
-        ucp_rndv_ep_set_thresh(ep);
-    }
+    ucp_rndv_host_ep_cleanup(ep);
+    ucp_rndv_ep_set_thresh(ep);
 }
 
 static void ucp_rndv_recv_get_done(ucp_rndv_op_t *op)
@@ -207,10 +207,9 @@ static ucs_status_t ucp_rndv_recv_host_get(ucp_rndv_req_t *rreq,
 
     if (!(rts->flags & UCP_RNDV_RTS_FLAG_HOST_KEY) ||
         ((scheme != UCP_RNDV_SCHEME_AUTO) && (scheme != UCP_RNDV_SCHEME_GET_ZCOPY)) ||
-        (rreq->length > rreq->worker->context->rndv.host_get_max) ||
         (rreq->buffer == NULL) || (rreq->mem_type != UCS_MEMORY_TYPE_HOST) ||
         (rts->mem_type != UCS_MEMORY_TYPE_HOST) || (ep == NULL) ||
-        (ep->host_rma_ep == NULL)) {
+        !ucp_rndv_host_get_fits(ep, rreq->length)) {
         return UCS_ERR_UNSUPPORTED;
     }
     op = ucp_rndv_op_new(rreq->worker, rreq->id, ucp_rndv_recv_get_done);

@@ -143,7 +143,7 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
                                  ucs_memory_type_t mem_type, int sync)
 {
     ucp_worker_h worker = req->worker;
-    size_t host_key_len = ucp_rndv_host_key_size(worker);
+    size_t host_key_len = ucp_rndv_host_key_size(ep);
     uint8_t host_key[host_key_len + 1];
     const void *key     = NULL;
     ucp_rndv_tx_key_t *tx;
@@ -196,8 +196,9 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
     /* Host memory: the receiver may read it over the host lane. */
     if ((mem_type == UCS_MEMORY_TYPE_HOST) && (rreq->buffer != NULL) &&
         (ep->host_rma_ep != NULL) && (sizeof(rts) + host_key_len <= ep->max_bcopy) &&
-        (ucp_rndv_host_key_pack(worker, rreq->buffer, rreq->length, &rreq->host_memh,
-                                host_key) == UCS_OK)) {
+        ucp_rndv_host_get_fits(ep, rreq->length) &&
+        (ucp_rndv_host_key_pack(ep, rreq->buffer, rreq->length, &rreq->host_md,
+                                &rreq->host_memh, host_key) == UCS_OK)) {
         key          = host_key;
         rts.flags   |= UCP_RNDV_RTS_FLAG_HOST_KEY;
         rts.key_len  = (uint32_t)host_key_len;

@@ -6,6 +6,7 @@
  * learns the protocol of a message, read by our tools. */
 
 #include <ucp/core/ucp_int.h>
+#include <ucp/rndv/ucp_rndv.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -54,7 +55,7 @@ const char *ucp_proto_stat_transport(ucp_ep_h ep, ucp_proto_stat_t proto)
         return buf;
     case UCP_PROTO_STAT_RNDV_HOST_GET:
         return (ep->host_rma_ep != NULL)
-                   ? rscs[ep->worker->host_rma_iface.rsc_index].desc.tl_name
+                   ? rscs[ep->host_lane->wiface->rsc_index].desc.tl_name
                    : "-";
     case UCP_PROTO_STAT_RNDV_GET:
     case UCP_PROTO_STAT_RNDV_PUT:

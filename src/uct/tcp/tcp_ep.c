@@ -40,9 +40,10 @@ static inline ucs_status_t uct_tcp_ep_check_send(uct_tcp_ep_t *ep)
 }
 
 /* Writability is only interesting while connecting, while a message is in
- * flight or while requests wait; otherwise it would wake progress for
- * nothing. Readability is always watched: it is how a peer's failure shows. */
-static void uct_tcp_ep_update_events(uct_tcp_ep_t *ep)
+ * flight or while requests (or get requests) wait; otherwise it would wake
+ * progress for nothing. Readability is always watched: it is how get
+ * responses arrive and how a peer's failure shows. */
+void uct_tcp_ep_update_events(uct_tcp_ep_t *ep)
 {
     uint32_t events = EPOLLIN;
 
@@ -51,7 +52,7 @@ static void uct_tcp_ep_update_events(uct_tcp_ep_t *ep)
     }
 
     if ((ep->status == UCS_INPROGRESS) || uct_tcp_ep_tx_busy(ep) ||
-        !uct_pending_queue_is_empty(&ep->pending)) {
+        !uct_pending_queue_is_empty(&ep->pending) || uct_tcp_get_has_unsent(&ep->get)) {
         events |= EPOLLOUT;
     }
     uct_tcp_iface_watch_set(ep->iface, &ep->watch, events);
@@ -142,32 +143,27 @@ static ucs_status_t uct_tcp_ep_tx_keep_copy(uct_tcp_ep_t *ep, const struct iovec
     return UCS_OK;
 }
 
-ucs_status_t uct_tcp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                                 const void *payload, unsigned length)
+/* Send a frame of id @a id whose payload is [a, +alen) then [b, +blen),
+ * padded; what the kernel does not take is copied and stays in flight. The
+ * ep must be connected with nothing in flight. */
+static inline ucs_status_t uct_tcp_ep_send_frame2(uct_tcp_ep_t *ep, uint8_t id,
+                                                  const void *a, size_t alen,
+                                                  const void *b, size_t blen)
 {
-    uct_tcp_ep_t *ep     = uct_tcp_ep(tl_ep);
-    size_t payload_len   = sizeof(header) + length;
-    size_t padded        = uct_tcp_frame_padded(payload_len);
+    size_t payload_len = alen + blen;
+    size_t padded      = uct_tcp_frame_padded(payload_len);
     uct_tcp_frame_hdr_t hdr;
     struct iovec iov[4];
     size_t sent, total;
     ucs_status_t status;
 
-    status = uct_tcp_ep_check_send(ep);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    if (ucs_unlikely((id >= UCT_AM_ID_MAX) || (payload_len > ep->iface->max_short))) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-
     uct_tcp_frame_hdr_init(&hdr, id, (uint32_t)payload_len);
     iov[0].iov_base = &hdr;
     iov[0].iov_len  = sizeof(hdr);
-    iov[1].iov_base = &header;
-    iov[1].iov_len  = sizeof(header);
-    iov[2].iov_base = (void*)payload;
-    iov[2].iov_len  = length;
+    iov[1].iov_base = (void*)a;
+    iov[1].iov_len  = alen;
+    iov[2].iov_base = (void*)b;
+    iov[2].iov_len  = blen;
     iov[3].iov_base = (void*)uct_tcp_ep_zeros;
     iov[3].iov_len  = padded - payload_len;
     total           = sizeof(hdr) + padded;
@@ -181,6 +177,30 @@ ucs_status_t uct_tcp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
         return uct_tcp_ep_tx_keep_copy(ep, iov, 4, sent, total);
     }
     return UCS_OK;
+}
+
+ucs_status_t uct_tcp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                 const void *payload, unsigned length)
+{
+    uct_tcp_ep_t *ep = uct_tcp_ep(tl_ep);
+    ucs_status_t status;
+
+    status = uct_tcp_ep_check_send(ep);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    if (ucs_unlikely((id >= UCT_AM_ID_MAX) ||
+                     (sizeof(header) + length > ep->iface->max_short))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return uct_tcp_ep_send_frame2(ep, id, &header, sizeof(header), payload, length);
+}
+
+ucs_status_t uct_tcp_ep_frame_send(uct_tcp_ep_t *ep, uint8_t id, const void *payload,
+                                   size_t length)
+{
+    ucs_assert((ep->status == UCS_OK) && !uct_tcp_ep_tx_busy(ep));
+    return uct_tcp_ep_send_frame2(ep, id, payload, length, NULL, 0);
 }
 
 /* A peer check (UCT_SEND_FLAG_PEER_CHECK, UCP's keepalive probe): a peer
@@ -421,17 +441,32 @@ static unsigned uct_tcp_ep_tx_progress(uct_tcp_ep_t *ep)
         return 0;
     }
 
-    /* Detach everything first: a callback may send again, or destroy ep. */
+    /* Detach everything first: a callback may send again, or destroy ep.
+     * Flushes also wait for the ep's gets (remote completion). */
     comp        = ep->tx.comp;
     ep->tx.comp = NULL;
     uct_tcp_ep_tx_reset(ep);
     ucs_queue_head_init(&flushes);
-    ucs_queue_splice(&flushes, &ep->flush_comps);
+    if (ep->get.count == 0) {
+        ucs_queue_splice(&flushes, &ep->flush_comps);
+    }
 
     if (comp != NULL) {
         uct_invoke_completion(comp, UCS_OK);
     }
     return 1 + uct_tcp_ep_flush_queue_complete(&flushes, UCS_OK);
+}
+
+unsigned uct_tcp_ep_flush_progress(uct_tcp_ep_t *ep)
+{
+    ucs_queue_head_t flushes;
+
+    if (uct_tcp_ep_flush_needed(ep) || ucs_queue_is_empty(&ep->flush_comps)) {
+        return 0;
+    }
+    ucs_queue_head_init(&flushes);
+    ucs_queue_splice(&flushes, &ep->flush_comps);
+    return uct_tcp_ep_flush_queue_complete(&flushes, UCS_OK);
 }
 
 /* Run waiting requests in order, for as long as the connection takes data. */
@@ -447,9 +482,9 @@ static unsigned uct_tcp_ep_dispatch_pending(uct_tcp_ep_t *ep)
 }
 
 /*
- * Readable (or error/hang-up) on a sending socket: the peer never writes on
- * it, so this is end of stream, a reset, or a peer that is not following
- * the protocol.
+ * Readable (or error/hang-up) on a sending socket with no get waiting for a
+ * response: the peer writes nothing else on it, so this is end of stream, a
+ * reset, or a peer that is not following the protocol.
  * @return UCS_OK when it was a spurious wake-up, else the failure.
  */
 static ucs_status_t uct_tcp_ep_check_alive(uct_tcp_ep_t *ep, uint32_t events)
@@ -471,8 +506,8 @@ static ucs_status_t uct_tcp_ep_check_alive(uct_tcp_ep_t *ep, uint32_t events)
         return status;
     }
     if (recvd > 0) {
-        ucs_error("tcp ep %p: the peer sent data on a send-only connection: "
-                  "closing it", (void*)ep);
+        ucs_error("tcp ep %p: the peer sent data no get asked for: closing the "
+                  "connection", (void*)ep);
         return UCS_ERR_CONNECTION_RESET;
     }
     return (events & (EPOLLHUP | EPOLLERR)) ? UCS_ERR_CONNECTION_RESET : UCS_OK;
@@ -497,10 +532,18 @@ unsigned uct_tcp_ep_handle_events(uct_tcp_ep_t *ep, uint32_t events)
         ep->status = UCS_OK;
         events    |= EPOLLOUT; /* the hello is waiting */
     } else if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-        status = uct_tcp_ep_check_alive(ep, events);
-        if (status != UCS_OK) {
-            uct_tcp_ep_set_failed(ep, status);
-            return 0;
+        if (!ucs_queue_is_empty(&ep->get.requested)) {
+            /* responses, or the failure that ends them */
+            count += uct_tcp_get_recv(ep);
+            if ((iface->destroy_gen != gen) || (ep->status != UCS_OK)) {
+                return count;
+            }
+        } else {
+            status = uct_tcp_ep_check_alive(ep, events);
+            if (status != UCS_OK) {
+                uct_tcp_ep_set_failed(ep, status);
+                return 0;
+            }
         }
     }
 
@@ -513,6 +556,13 @@ unsigned uct_tcp_ep_handle_events(uct_tcp_ep_t *ep, uint32_t events)
         /* A completion may have destroyed this ep (or another one whose
          * events are stale now): leave the rest to the next progress. */
         if ((iface->destroy_gen != gen) || (ep->status != UCS_OK)) {
+            return count;
+        }
+    }
+
+    if (!uct_tcp_ep_tx_busy(ep) && uct_tcp_get_has_unsent(&ep->get)) {
+        uct_tcp_get_send_requests(ep);
+        if (ep->status != UCS_OK) {
             return count;
         }
     }
@@ -555,19 +605,21 @@ void uct_tcp_ep_report_failure(uct_tcp_ep_t *ep)
 {
     ucs_status_t status    = ep->status;
     uct_completion_t *comp = ep->tx.comp;
-    ucs_queue_head_t flushes;
+    ucs_queue_head_t flushes, gets;
 
     /* The handler may destroy the ep: take its completions out first, and
      * run them afterwards with the failure, whatever the handler did. */
     ep->tx.comp = NULL;
     ucs_queue_head_init(&flushes);
     ucs_queue_splice(&flushes, &ep->flush_comps);
+    uct_tcp_get_take_all(&ep->get, &gets);
 
     uct_iface_handle_ep_err(&ep->iface->super.super, &ep->super.super, status);
 
     if (comp != NULL) {
         uct_invoke_completion(comp, status);
     }
+    uct_tcp_get_complete_all(&gets, status);
     uct_tcp_ep_flush_queue_complete(&flushes, status);
 }
 
@@ -617,6 +669,7 @@ ucs_status_t uct_tcp_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
     ep->peer                 = peer;
     uct_pending_queue_init(&ep->pending);
     ucs_queue_head_init(&ep->flush_comps);
+    uct_tcp_get_rx_init(&ep->get);
     ucs_list_add_tail(&iface->eps, &ep->list);
     uct_base_iface_set_idle(&iface->super, 0);
 
@@ -640,10 +693,11 @@ void uct_tcp_ep_destroy(uct_ep_h tl_ep)
     uct_tcp_ep_t *ep       = uct_tcp_ep(tl_ep);
     uct_tcp_iface_t *iface = ep->iface;
     uct_completion_t *comp = ep->tx.comp;
-    ucs_queue_head_t flushes;
+    ucs_queue_head_t flushes, gets;
 
-    ucs_debug("tcp ep %p: destroy%s", (void*)ep,
-              uct_tcp_ep_tx_busy(ep) ? ", dropping a message not fully sent" : "");
+    ucs_debug("tcp ep %p: destroy%s%s", (void*)ep,
+              uct_tcp_ep_tx_busy(ep) ? ", dropping a message not fully sent" : "",
+              (ep->get.count > 0) ? ", canceling its gets" : "");
 
     if (ep->on_failed_list) {
         ucs_list_del(&ep->failed_link);
@@ -657,6 +711,7 @@ void uct_tcp_ep_destroy(uct_ep_h tl_ep)
     ucs_list_del(&ep->list);
     ucs_queue_head_init(&flushes);
     ucs_queue_splice(&flushes, &ep->flush_comps);
+    uct_tcp_get_take_all(&ep->get, &gets);
     uct_tcp_iface_seg_put(ep->tx.buf);
     free(ep);
     ++iface->destroy_gen;
@@ -665,6 +720,7 @@ void uct_tcp_ep_destroy(uct_ep_h tl_ep)
     if (comp != NULL) {
         uct_invoke_completion(comp, UCS_ERR_CANCELED);
     }
+    uct_tcp_get_complete_all(&gets, UCS_ERR_CANCELED);
     uct_tcp_ep_flush_queue_complete(&flushes, UCS_ERR_CANCELED);
 }
 
@@ -701,15 +757,16 @@ void uct_tcp_ep_flush_push(uct_tcp_ep_t *ep, uct_tcp_ep_flush_req_t *req)
 static ucs_status_t uct_tcp_ep_flush_cancel(uct_tcp_ep_t *ep)
 {
     uct_completion_t *comp = ep->tx.comp;
-    ucs_queue_head_t flushes;
+    ucs_queue_head_t flushes, gets;
 
-    if ((ep->status < 0) || !uct_tcp_ep_tx_busy(ep)) {
+    if ((ep->status < 0) || !uct_tcp_ep_flush_needed(ep)) {
         return UCS_OK;
     }
 
     ep->tx.comp = NULL;
     ucs_queue_head_init(&flushes);
     ucs_queue_splice(&flushes, &ep->flush_comps);
+    uct_tcp_get_take_all(&ep->get, &gets);
     uct_tcp_ep_tx_reset(ep);
     uct_tcp_iface_watch_close(ep->iface, &ep->watch);
     ep->status = UCS_ERR_CANCELED;
@@ -717,6 +774,7 @@ static ucs_status_t uct_tcp_ep_flush_cancel(uct_tcp_ep_t *ep)
     if (comp != NULL) {
         uct_invoke_completion(comp, UCS_ERR_CANCELED);
     }
+    uct_tcp_get_complete_all(&gets, UCS_ERR_CANCELED);
     uct_tcp_ep_flush_queue_complete(&flushes, UCS_ERR_CANCELED);
     return UCS_OK;
 }

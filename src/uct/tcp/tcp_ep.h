@@ -9,8 +9,10 @@
  *   connected   -- frames go straight to the kernel; at most one message is
  *                  "in flight" (partly accepted by the kernel). While one
  *                  is, sends return UCS_ERR_NO_RESOURCE and the socket is
- *                  watched for writability, which finishes the message and
- *                  then dispatches the pending queue;
+ *                  watched for writability, which finishes the message,
+ *                  sends waiting get requests, then dispatches the pending
+ *                  queue. Get responses come back on the same socket
+ *                  (tcp_get.h);
  *   failed      -- the connection broke (end of stream, reset, refused);
  *                  the socket is closed, sends return the failure status,
  *                  and the next progress completes outstanding operations
@@ -26,6 +28,7 @@
 #ifndef UCT_TCP_EP_H_
 #define UCT_TCP_EP_H_
 
+#include "tcp_get.h"
 #include "tcp_iface.h"
 #include "tcp_wire.h"
 
@@ -66,6 +69,7 @@ typedef struct uct_tcp_ep {
 
     uct_pending_queue_t pending;
     ucs_queue_head_t    flush_comps;  /**< uct_tcp_ep_flush_req_t */
+    uct_tcp_get_rx_t    get;          /**< outstanding gets (tcp_get.h) */
     ucs_list_link_t     list;         /**< in iface->eps */
     ucs_list_link_t     failed_link;  /**< in iface->failed_eps */
 } uct_tcp_ep_t;
@@ -111,10 +115,12 @@ void uct_tcp_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
                               void *arg);
 
 /**
- * Local completion: UCS_OK when every accepted message is in the kernel;
+ * Local completion of sends, remote completion of gets: UCS_OK when every
+ * accepted message is in the kernel and every get has its data;
  * UCS_ERR_NO_RESOURCE while pending requests wait (the flush has to queue
  * behind them); else UCS_INPROGRESS, and @a comp, when not NULL, is called
- * once the message in flight is in the kernel (or with the failure). A
+ * once the message in flight is in the kernel and the gets are done (or
+ * with the failure). A
  * failed ep returns its failure status. UCT_FLUSH_FLAG_CANCEL
  * drops the message in flight (its completion gets UCS_ERR_CANCELED) and
  * closes the connection, since a torn frame cannot be followed by another.
@@ -163,12 +169,28 @@ void uct_tcp_ep_report_failure(uct_tcp_ep_t *ep);
 
 /**
  * Whether a flush of the ep has to wait: a user message is partly sent on
- * a working connection (the hello alone does not count).
+ * a working connection (the hello alone does not count), or a get has not
+ * got its data.
  */
 static inline int uct_tcp_ep_flush_needed(const uct_tcp_ep_t *ep)
 {
-    return (ep->status == UCS_OK) && uct_tcp_ep_tx_busy(ep);
+    return ((ep->status == UCS_OK) && uct_tcp_ep_tx_busy(ep)) || (ep->get.count > 0);
 }
+
+/** Recompute which events the ep's socket is watched for. */
+void uct_tcp_ep_update_events(uct_tcp_ep_t *ep);
+
+/**
+ * Send a transport frame (id >= UCT_AM_ID_MAX) of @a length payload bytes
+ * on a connected ep with nothing in flight; the kernel's leftovers stay in
+ * flight as for am_short. @return UCS_OK, or the failure (ep marked failed).
+ */
+ucs_status_t uct_tcp_ep_frame_send(uct_tcp_ep_t *ep, uint8_t id, const void *payload,
+                                   size_t length);
+
+/** Run the ep's flush completions when nothing is left to wait for.
+ *  @return completions run. */
+unsigned uct_tcp_ep_flush_progress(uct_tcp_ep_t *ep);
 
 /**
  * Queue @a req (allocated with malloc(), freed by the ep) to complete when

@@ -261,8 +261,8 @@ static unsigned uct_tcp_iface_progress(uct_iface_h tl_iface)
         watch = events[i].data.ptr;
         switch (watch->kind) {
         case UCT_TCP_WATCH_RX:
-            count += uct_tcp_rx_conn_progress(
-                    ucs_container_of(watch, uct_tcp_rx_conn_t, watch));
+            count += uct_tcp_rx_conn_handle_events(
+                    ucs_container_of(watch, uct_tcp_rx_conn_t, watch), events[i].events);
             break;
         case UCT_TCP_WATCH_EP:
             count += uct_tcp_ep_handle_events(
@@ -381,8 +381,9 @@ static ucs_status_t uct_tcp_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *
 
     uct_base_iface_query(&iface->super, attr);
 
-    /* Active messages only: put/get would need the peer's progress to write
-     * its memory anyway, which is what ucp's AM-based protocols do. */
+    /* Active messages, and get zcopy served by the peer's progress on the
+     * reverse direction of the connection (tcp_get.h). No put: a get lets
+     * the reader place the data, so one protocol covers large messages. */
     attr->cap.am.max_short       = iface->max_short;
     attr->cap.am.max_bcopy       = iface->seg_size;
     attr->cap.am.min_zcopy       = 0;
@@ -392,8 +393,15 @@ static ucs_status_t uct_tcp_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *
     attr->cap.am.max_hdr         = UCT_TCP_MAX_ZCOPY_HDR;
     attr->cap.am.max_iov         = UCT_TCP_MAX_ZCOPY_IOV;
 
+    attr->cap.get.max_zcopy       = SIZE_MAX;
+    attr->cap.get.min_zcopy       = 0;
+    attr->cap.get.opt_zcopy_align = 1;
+    attr->cap.get.align_mtu       = 1;
+    attr->cap.get.max_iov         = 1;
+
     attr->cap.flags = UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
-                      UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PENDING |
+                      UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
+                      UCT_IFACE_FLAG_PENDING |
                       UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                       UCT_IFACE_FLAG_CB_SYNC;
@@ -521,6 +529,7 @@ static const uct_iface_ops_t uct_tcp_iface_ops = {
     .ep_am_short              = uct_tcp_ep_am_short,
     .ep_am_bcopy              = uct_tcp_ep_am_bcopy,
     .ep_am_zcopy              = uct_tcp_ep_am_zcopy,
+    .ep_get_zcopy             = uct_tcp_ep_get_zcopy,
     .ep_pending_add           = uct_tcp_ep_pending_add,
     .ep_pending_purge         = uct_tcp_ep_pending_purge,
     .ep_flush                 = uct_tcp_ep_flush,

@@ -7,10 +7,11 @@
  * from peers, used to receive).
  *
  * Each direction between two ifaces is its own TCP connection: an ep writes
- * frames and never reads data; the peer's iface accepts the connection and
- * only reads. This keeps connection set-up free of races between two sides
- * connecting at once, and gives each socket one job. A peer's failure shows
- * up on the ep's socket as end of stream or a reset.
+ * frames, the peer's iface accepts the connection and reads them. This keeps
+ * connection set-up free of races between two sides connecting at once. The
+ * reverse direction carries only the answers to the ep's get requests
+ * (tcp_get.h). A peer's failure shows up on the ep's socket as end of stream
+ * or a reset.
  *
  * Progress (uct_iface_progress / uct_worker_progress) polls the epoll set
  * without blocking and handles what is ready: accepts, received frames,
@@ -22,10 +23,9 @@
  * event fd for blocking waits; arming it makes the next progress poll at
  * once.
  *
- * Capabilities: active messages (short, bcopy, zcopy), pending queue,
- * peer-failure handling, connect-to-iface, event fd. Put and get are not
- * offered: over a byte stream they would be active messages handled by the
- * peer's progress anyway, which is how ucp's protocols use this transport.
+ * Capabilities: active messages (short, bcopy, zcopy), get zcopy of memory
+ * registered with the tcp md, pending queue, peer-failure handling,
+ * connect-to-iface, event fd. A get is served by the peer's progress.
  *
  * Thread safety: none; calls on an iface and its eps are serialised by the
  * caller.

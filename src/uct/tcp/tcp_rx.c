@@ -32,6 +32,7 @@ ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
      * pool only while bytes are waiting in it. */
     conn->capacity = sizeof(uct_tcp_frame_hdr_t) + uct_tcp_frame_padded(iface->seg_size);
 
+    ucs_queue_head_init(&conn->responses);
     conn->watch.fd   = fd;
     conn->watch.kind = UCT_TCP_WATCH_RX;
     conn->iface      = iface;
@@ -63,6 +64,7 @@ void uct_tcp_rx_conn_destroy(uct_tcp_rx_conn_t *conn)
     ucs_list_del(&conn->list);
     free(conn->large.mem);
     uct_tcp_iface_seg_put(conn->buf);
+    uct_tcp_get_conn_cleanup(&conn->responses);
     free(conn);
     ++iface->destroy_gen;
 }
@@ -143,6 +145,19 @@ static ssize_t uct_tcp_rx_conn_dispatch(uct_tcp_rx_conn_t *conn)
     while ((avail = conn->tail - conn->head) >= sizeof(hdr)) {
         memcpy(&hdr, conn->buf + conn->head, sizeof(hdr));
         length = uct_tcp_frame_hdr_length(&hdr);
+        if ((hdr.am_id == UCT_TCP_FRAME_GET_REQ) && (length <= UCT_TCP_FRAME_ALIGN * 8)) {
+            frame_len = sizeof(hdr) + uct_tcp_frame_padded(length);
+            if (frame_len > avail) {
+                break;
+            }
+            status = uct_tcp_get_serve(conn, conn->buf + conn->head + sizeof(hdr),
+                                       length);
+            if (status != UCS_OK) {
+                return status;
+            }
+            conn->head += frame_len;
+            continue;
+        }
         if ((hdr.am_id >= UCT_AM_ID_MAX) || (length > UCT_TCP_MAX_FRAME_LEN)) {
             ucs_error("tcp: malformed frame from a peer (am id %u, length %zu): "
                       "closing the connection", hdr.am_id, length);
@@ -281,4 +296,21 @@ unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn)
     }
 
     return (unsigned)count;
+}
+
+unsigned uct_tcp_rx_conn_handle_events(uct_tcp_rx_conn_t *conn, uint32_t events)
+{
+    ucs_status_t status;
+
+    if ((events & EPOLLOUT) && !ucs_queue_is_empty(&conn->responses)) {
+        status = uct_tcp_get_conn_send(conn);
+        if (status != UCS_OK) {
+            uct_tcp_rx_conn_close(conn, status);
+            return 0;
+        }
+    }
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+        return uct_tcp_rx_conn_progress(conn);
+    }
+    return 0;
 }

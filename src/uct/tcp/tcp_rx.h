@@ -20,6 +20,7 @@
 #ifndef UCT_TCP_RX_H_
 #define UCT_TCP_RX_H_
 
+#include "tcp_get.h"
 #include "tcp_iface.h"
 
 BEGIN_C_DECLS
@@ -56,6 +57,9 @@ typedef struct uct_tcp_rx_conn {
         size_t         filled;    /**< bytes read so far */
         uint8_t        am_id;
     } large;
+
+    /** Get responses to write back on this socket (tcp_get.h), in order. */
+    ucs_queue_head_t   responses;
 } uct_tcp_rx_conn_t;
 
 /**
@@ -72,6 +76,13 @@ ucs_status_t uct_tcp_rx_conn_create(uct_tcp_iface_t *iface, int fd,
  * @return the number of messages delivered.
  */
 unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn);
+
+/**
+ * Handle epoll @a events of a receive connection: writability continues its
+ * get responses, readability receives (uct_tcp_rx_conn_progress()).
+ * @return the number of messages delivered.
+ */
+unsigned uct_tcp_rx_conn_handle_events(uct_tcp_rx_conn_t *conn, uint32_t events);
 
 /** Close the socket and free the connection. */
 void uct_tcp_rx_conn_destroy(uct_tcp_rx_conn_t *conn);

@@ -23,8 +23,8 @@
 BEGIN_C_DECLS
 
 /** Version of every address and hello layout below; bumped on any change
- * (2: addresses of either IP family). */
-#define UCT_TCP_WIRE_VERSION 2
+ * (2: addresses of either IP family; 3: get requests and responses). */
+#define UCT_TCP_WIRE_VERSION 3
 
 /** Family tags of an address on the wire (not AF_*: those differ between
  * OSes). */
@@ -90,6 +90,48 @@ typedef struct uct_tcp_frame_hdr {
     uint32_t length;    /**< payload bytes, little-endian */
 } UCS_S_PACKED uct_tcp_frame_hdr_t;
 
+
+/**
+ * Frame id of a get request (payload uct_tcp_get_req_t). Ids from
+ * UCT_AM_ID_MAX up belong to the transport, not to active messages.
+ */
+#define UCT_TCP_FRAME_GET_REQ      0xf0
+
+/** Payload of a get request: read [address, +length) of the region the
+ *  token names and send it back on this connection. 24 bytes. */
+typedef struct uct_tcp_get_req {
+    uint64_t address;   /**< little-endian */
+    uint64_t length;    /**< little-endian */
+    uint64_t token;     /**< of the region's key, little-endian */
+} UCS_S_PACKED uct_tcp_get_req_t;
+
+/** "UCTG": first word of every get response. */
+#define UCT_TCP_GET_RESP_MAGIC     0x47544355u
+
+/**
+ * What the receiving side of a connection writes back for each get
+ * request, in request order: this header, then @a length bytes of data
+ * (none when @a status is not UCS_OK). 16 bytes.
+ */
+typedef struct uct_tcp_get_resp {
+    uint32_t magic;     /**< UCT_TCP_GET_RESP_MAGIC, little-endian */
+    int32_t  status;    /**< UCS_OK, or why the request was refused */
+    uint64_t length;    /**< data bytes that follow, little-endian */
+} UCS_S_PACKED uct_tcp_get_resp_t;
+
+/** "UCTK": first word of a packed remote key. */
+#define UCT_TCP_RKEY_MAGIC         0x4b544355u
+
+/** A packed remote key: which registration of the peer's md, and its range
+ *  (so that the reader refuses an out-of-range get before sending it).
+ *  32 bytes. */
+typedef struct uct_tcp_rkey {
+    uint32_t magic;     /**< UCT_TCP_RKEY_MAGIC, little-endian */
+    uint32_t version;   /**< UCT_TCP_WIRE_VERSION */
+    uint64_t base;      /**< little-endian */
+    uint64_t length;    /**< little-endian */
+    uint64_t token;     /**< little-endian */
+} UCS_S_PACKED uct_tcp_rkey_t;
 
 /** Fill a frame header for @a length payload bytes. */
 static inline void uct_tcp_frame_hdr_init(uct_tcp_frame_hdr_t *hdr, uint8_t am_id,

@@ -97,13 +97,16 @@ uint64_t rndv_count(ucp_worker_h w, ucp_proto_stat_t proto)
 }
 
 /* What a contiguous host -> host rendezvous of @a len bytes takes over
- * @a tls: a read of the sender's buffer where a transport can (cma), up to
- * UCX_RNDV_HOST_GET_MAX (4M by default), else data messages. */
+ * @a tls: a read of the sender's buffer where a transport can -- cma up to
+ * UCX_RNDV_HOST_GET_MAX (4M by default), tcp (its messaging connection) at
+ * any size --, else data messages. */
 ucp_proto_stat_t host_rndv_proto(const std::string &tls, size_t len)
 {
-    return ((tls.find("cma") != std::string::npos) && (len <= (4ul << 20)))
-               ? UCP_PROTO_STAT_RNDV_HOST_GET
-               : UCP_PROTO_STAT_RNDV_AM;
+    if (tls.find("cma") != std::string::npos) {
+        return (len <= (4ul << 20)) ? UCP_PROTO_STAT_RNDV_HOST_GET : UCP_PROTO_STAT_RNDV_AM;
+    }
+    return (tls.find("tcp") != std::string::npos) ? UCP_PROTO_STAT_RNDV_HOST_GET :
+                                                    UCP_PROTO_STAT_RNDV_AM;
 }
 
 /* Whether the rendezvous of @a sizes (from k_thresh on) were counted under
@@ -368,6 +371,56 @@ TEST_P(test_ucp_rndv_host, dead_receiver_fails_the_send)
                 pause();
             }
             (void)ep;
+        },
+        120);
+}
+
+/* Over tcp the receiver reads the sender's buffer: a sender that dies in the
+ * middle of that read fails the receive (no hang, no data claimed). */
+TEST(test_ucp_rndv_host_lane, a_sender_dying_mid_read_over_tcp_fails_the_receive)
+{
+    const size_t len = 256u << 20;
+    (void)run_two_processes_raw(
+        [&](oob_channel &ch) {
+            ucp_entity e("tcp");
+            ucp_ep_h ep = exchange(e, ch, true);
+            pid_t child;
+            ASSERT_TRUE(ch.recv(&child, sizeof(child)));
+            ucp_tag_recv_info_t info;
+            ucp_tag_message_h msg = NULL;
+            auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+            while ((msg == NULL) && (std::chrono::steady_clock::now() < deadline)) {
+                ucp_worker_progress(e.worker());
+                msg = ucp_tag_probe_nb(e.worker(), 1, ~0ull, 1, &info);
+            }
+            ASSERT_TRUE(msg != NULL);
+            ASSERT_EQ(len, info.length);
+            std::vector<char> buf(len);
+            ucp_request_param_t param;
+            memset(&param, 0, sizeof(param));
+            ucs_status_ptr_t req = ucp_tag_msg_recv_nbx(e.worker(), buf.data(), len, msg,
+                                                        &param);
+            ASSERT_TRUE(UCS_PTR_IS_PTR(req));
+            for (int i = 0; i < 5; ++i) {
+                ucp_worker_progress(e.worker());
+            }
+            kill(child, SIGKILL);
+            ucs_status_t status = e.wait(req, 60);
+            EXPECT_NE(UCS_OK, status) << "256 MiB read before the sender was killed";
+            EXPECT_NE(UCS_ERR_TIMED_OUT, status) << "the receive hung";
+            e.close(ep, true);
+        },
+        [&](oob_channel &ch) {
+            ucp_entity e("tcp");
+            ucp_ep_h ep = exchange(e, ch, true);
+            pid_t self = getpid();
+            std::vector<char> data(len, 1);
+            ucs_status_ptr_t req = send(ep, data.data(), len, 1);
+            ch.send(&self, sizeof(self));
+            for (;;) {
+                ucp_worker_progress(e.worker());
+            }
+            (void)req;
         },
         120);
 }

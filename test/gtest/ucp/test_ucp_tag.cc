@@ -35,6 +35,20 @@ bool check_data(const char *p, size_t len, uint64_t seed)
     return true;
 }
 
+/* What a receive buffer of @a len bytes (zeroed before) may hold after a
+ * truncated message of pattern @a seed: the bytes that fit when it came
+ * eagerly, nothing when it came by rendezvous (the receiver asks for no
+ * data); never anything else. */
+bool check_truncated(const char *p, size_t len, uint64_t seed)
+{
+    for (size_t i = 0; i < len; ++i) {
+        if (p[i] != 0) {
+            return check_data(p, len, seed);
+        }
+    }
+    return true;
+}
+
 ucs_status_ptr_t send_nbx(ucp_ep_h ep, const void *buf, size_t len, ucp_tag_t tag,
                           bool sync = false)
 {
@@ -232,7 +246,7 @@ TEST_P(test_ucp_tag_loopback, short_buffer_completes_with_truncated)
                   recv_wait(e, buf.data(), buf.size(), 5, UINT64_MAX, &info));
         EXPECT_EQ(UCS_OK, e.wait(sreq));
         EXPECT_EQ(len, info.length);
-        EXPECT_TRUE(check_data(buf.data(), buf.size(), 3));
+        EXPECT_TRUE(check_truncated(buf.data(), buf.size(), 3)) << len;
     }
     e.close(ep);
 }
@@ -559,7 +573,7 @@ TEST_P(test_ucp_tag_2proc, wildcard_probe_and_truncation_across_processes)
             EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED,
                       recv_wait(e, half.data(), half.size(), 0x3c, ~0ull, &info));
             EXPECT_EQ(big, info.length);
-            EXPECT_TRUE(check_data(half.data(), half.size(), 9));
+            EXPECT_TRUE(check_truncated(half.data(), half.size(), 9));
             ASSERT_TRUE(ch.barrier());
             e.close(ep);
             ASSERT_TRUE(ch.barrier());

@@ -144,17 +144,17 @@ protected:
 };
 
 
-TEST_F(test_uct_tcp, offers_active_messages_pending_and_peer_failure_handling)
+TEST_F(test_uct_tcp, offers_active_messages_get_zcopy_pending_and_peer_failure_handling)
 {
     uct_test_entity *e          = entity();
     const uct_iface_attr_t &a   = e->iface_attr();
     const uint64_t must_have    = UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
                                   UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PENDING |
+                                  UCT_IFACE_FLAG_GET_ZCOPY |
                                   UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                                   UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     const uint64_t must_not     = UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
                                   UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY |
-                                  UCT_IFACE_FLAG_GET_ZCOPY |
                                   UCT_IFACE_FLAG_CONNECT_TO_EP;
 
     EXPECT_EQ(must_have, a.cap.flags & must_have);
@@ -174,9 +174,13 @@ TEST_F(test_uct_tcp, offers_active_messages_pending_and_peer_failure_handling)
     EXPECT_GT(a.bandwidth.dedicated + a.bandwidth.shared, 1e8);
     EXPECT_GT(a.overhead, 0);
 
-    /* The md registers nothing and packs no keys. */
-    EXPECT_EQ(0u, e->md_attr().cap.flags & (UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY));
-    EXPECT_EQ(0u, e->md_attr().rkey_packed_size);
+    /* The md registers host memory for peers' gets and packs 32-byte keys. */
+    EXPECT_EQ(UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY,
+              e->md_attr().cap.flags & (UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY));
+    EXPECT_EQ(UCS_BIT(UCS_MEMORY_TYPE_HOST), e->md_attr().cap.reg_mem_types);
+    EXPECT_EQ(32u, e->md_attr().rkey_packed_size);
+    EXPECT_GE(a.cap.get.max_zcopy, (size_t)1 << 32);
+    EXPECT_EQ(1u, a.cap.get.max_iov);
 }
 
 TEST_F(test_uct_tcp, lists_each_up_ip_interface_once_including_lo)
@@ -571,8 +575,8 @@ TEST_F(test_uct_tcp, garbage_address_blobs_are_unreachable_and_refused)
         return std::string((const char*)&d, sizeof(d));
     };
     std::vector<std::string> bad_devs = {
-        with_dev([](tcp_dev_addr &d) { d.version = 1; }),
-        with_dev([](tcp_dev_addr &d) { d.version = 3; }),
+        with_dev([](tcp_dev_addr &d) { d.version = TCP_WIRE_VERSION - 1; }),
+        with_dev([](tcp_dev_addr &d) { d.version = TCP_WIRE_VERSION + 1; }),
         with_dev([](tcp_dev_addr &d) { d.family = 5; }),
         with_dev([](tcp_dev_addr &d) { d.reserved = 1; }),
         with_dev([](tcp_dev_addr &d) { tcp_dev_addr_set_in4(d, htonl(INADDR_ANY)); }),
@@ -753,13 +757,13 @@ TEST_F(test_uct_tcp, a_peer_sending_a_malformed_frame_is_disconnected)
     std::string ifa    = b->iface_address();
     memcpy(&ia, ifa.data(), sizeof(ia));
 
-    /* A proper hello (magic "UCTT", version 2, family 4, a listening
+    /* A proper hello (magic "UCTT", the wire version, family 4, a listening
      * address), then a frame header claiming 4 GiB: it must neither be
      * allocated nor reach a handler. */
     uint8_t msg[36];
     memset(msg, 0, sizeof(msg));
     memcpy(msg, "UCTT", 4);
-    msg[4]             = 2;
+    msg[4]             = TCP_WIRE_VERSION;
     msg[5]             = 4;
     uint32_t lo        = htonl(INADDR_LOOPBACK);
     memcpy(msg + 8, &lo, 4);

@@ -16,6 +16,10 @@
 
 namespace ucx_test {
 
+/* Wire version of the tcp transport (src/uct/tcp/tcp_wire.h), repeated
+ * here on purpose: a change of the wire must show up as a test change. */
+const uint8_t TCP_WIRE_VERSION = 3;
+
 /* Wire layout of the tcp addresses (src/uct/tcp/tcp_wire.h), rebuilt here
  * on purpose: the tests check what goes on the wire, not the header. */
 struct tcp_dev_addr {

@@ -137,7 +137,7 @@ TEST_F(test_uct_tcp_ipv6, af_prio_decides_the_family_an_iface_listens_on)
 
     for (uct_test_entity *e : {v6, v6_first}) {
         tcp_dev_addr d = dev_addr_of(*e);
-        EXPECT_EQ(2, d.version);
+        EXPECT_EQ(TCP_WIRE_VERSION, d.version);
         EXPECT_EQ(6, d.family);
         EXPECT_EQ(0, memcmp(loopback6, d.addr, 16));
     }
@@ -277,13 +277,13 @@ TEST_F(test_uct_tcp_ipv6, a_raw_ipv6_client_is_held_to_the_hello_rules)
             << strerror(errno);
         return fd;
     };
-    /* hello: "UCTT", version 2, family, 2 reserved, 16 address bytes, port,
+    /* hello: "UCTT", the wire version, family, 2 reserved, 16 address bytes, port,
      * 2 reserved; then one 8-byte frame header and a 4-byte payload,
      * padded to 8 bytes as every frame payload is on the wire. */
     auto message = [&](uint8_t family, const char *addr6) {
         std::string m(28 + 8 + 8, '\0');
         memcpy(&m[0], "UCTT", 4);
-        m[4] = 2;
+        m[4] = TCP_WIRE_VERSION;
         m[5] = (char)family;
         inet_pton(AF_INET6, addr6, &m[8]);
         memcpy(&m[24], &ia.port, 2);
