@@ -113,7 +113,9 @@ static const ucs_config_field_t ucp_config_fields[] = {
 
     {"RNDV_HOST_GET_MAX", "4M",
      "Largest host -> host rendezvous message the receiver reads in one piece\n"
-     "over a transport that reads the peer's host memory (cma). The read runs\n"
+     "over a transport of this host that reads the peer's host memory (cma).\n"
+     "Reads over a network transport (tcp between hosts) are not bounded: both\n"
+     "hosts' cores take part in them. The cma read runs\n"
      "on the receiver's core alone, while data messages copy on both\n"
      "processes' cores: past the caches the two cores win (64 MiB, H200 host:\n"
      "3.5-4.4 GB/s read against 5.2-6.6 GB/s as messages; 16 MiB, 2-core VM:\n"

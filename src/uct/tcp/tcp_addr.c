@@ -18,6 +18,19 @@ int uct_tcp_sockaddr_is_loopback(const uct_tcp_sockaddr_t *addr)
     return (ntohl(addr->in.sin_addr.s_addr) >> 24) == IN_LOOPBACKNET;
 }
 
+int uct_tcp_sockaddr_equal(const uct_tcp_sockaddr_t *a, const uct_tcp_sockaddr_t *b)
+{
+    if (a->sa.sa_family != b->sa.sa_family) {
+        return 0;
+    }
+    if (a->sa.sa_family == AF_INET6) {
+        return (a->in6.sin6_port == b->in6.sin6_port) &&
+               !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, sizeof(a->in6.sin6_addr));
+    }
+    return (a->in.sin_port == b->in.sin_port) &&
+           (a->in.sin_addr.s_addr == b->in.sin_addr.s_addr);
+}
+
 int uct_tcp_sockaddr_is_link_local(const uct_tcp_sockaddr_t *addr)
 {
     return (addr->sa.sa_family == AF_INET6) &&

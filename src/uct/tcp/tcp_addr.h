@@ -32,6 +32,9 @@ typedef union uct_tcp_sockaddr {
     struct sockaddr_in6 in6;
 } uct_tcp_sockaddr_t;
 
+/** Whether @a a and @a b are the same family, address and port. */
+int uct_tcp_sockaddr_equal(const uct_tcp_sockaddr_t *a, const uct_tcp_sockaddr_t *b);
+
 /** Length to pass to bind() and connect() for @a addr. */
 static inline socklen_t uct_tcp_sockaddr_len(const uct_tcp_sockaddr_t *addr)
 {

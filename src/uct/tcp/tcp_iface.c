@@ -223,6 +223,7 @@ static inline int uct_tcp_iface_is_idle(const uct_tcp_iface_t *iface)
 static UCS_F_NOINLINE void uct_tcp_iface_check_stalled(uct_tcp_iface_t *iface)
 {
     uint64_t now = ucs_get_time_ns();
+    uct_tcp_rx_conn_t *conn, *conn_tmp;
     uct_tcp_ep_t *ep, *tmp;
 
     iface->idle_polls = 0;
@@ -232,9 +233,17 @@ static UCS_F_NOINLINE void uct_tcp_iface_check_stalled(uct_tcp_iface_t *iface)
     iface->stall_check_ns = now + UCT_TCP_STALL_CHECK_NS;
     ucs_list_for_each_safe(ep, tmp, &iface->eps, list)
     {
-        if (uct_tcp_ep_is_tx_stalled(ep)) {
+        /* Data waiting to go, or gets waiting for their data: if the peer
+         * acknowledges nothing of ours, the path is gone. */
+        if (uct_tcp_ep_is_tx_stalled(ep) || (ep->get.count > 0)) {
             /* a failure goes to failed_eps, reported below in progress */
             (void)uct_tcp_ep_check_peer(ep);
+        }
+    }
+    ucs_list_for_each_safe(conn, conn_tmp, &iface->rx_conns, list)
+    {
+        if (!ucs_queue_is_empty(&conn->responses)) {
+            (void)uct_tcp_rx_conn_check_peer(conn);
         }
     }
 }

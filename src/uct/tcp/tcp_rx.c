@@ -4,9 +4,11 @@
 
 #include "tcp_rx.h"
 #include "tcp_conn.h"
+#include "tcp_ep.h"
 #include "tcp_wire.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/sys.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -313,4 +315,41 @@ unsigned uct_tcp_rx_conn_handle_events(uct_tcp_rx_conn_t *conn, uint32_t events)
         return uct_tcp_rx_conn_progress(conn);
     }
     return 0;
+}
+
+int uct_tcp_rx_conn_check_peer(uct_tcp_rx_conn_t *conn)
+{
+    uct_tcp_iface_t *iface = conn->iface;
+    char str[UCT_TCP_SOCKADDR_STRLEN];
+    uct_tcp_ep_t *ep;
+    unsigned ms;
+    uint64_t now;
+
+    ms = uct_tcp_sock_unacked_ms(conn->watch.fd);
+    if (ms == 0) {
+        conn->unacked_since_ns = 0;
+        return 0;
+    }
+    now = ucs_get_time_ns();
+    if (conn->unacked_since_ns == 0) {
+        conn->unacked_since_ns = now;
+        return 0;
+    }
+    if ((ms < iface->unacked_max_ms) ||
+        (now - conn->unacked_since_ns <
+         (uint64_t)iface->sock_opts.keepintvl * 1000000000ull)) {
+        return 0;
+    }
+    ucs_diag("tcp iface %p: %s acknowledged nothing of the data it asked to read "
+             "for %u ms (UCX_TCP_KEEPIDLE + KEEPINTVL * KEEPCNT = %u ms): failing "
+             "the endpoints to it", (void*)iface,
+             uct_tcp_sockaddr_str(&conn->peer, str, sizeof(str)), ms,
+             iface->unacked_max_ms);
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if (uct_tcp_sockaddr_equal(&ep->peer, &conn->peer)) {
+            uct_tcp_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT);
+        }
+    }
+    uct_tcp_rx_conn_close(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+    return 1;
 }

@@ -60,6 +60,8 @@ typedef struct uct_tcp_rx_conn {
 
     /** Get responses to write back on this socket (tcp_get.h), in order. */
     ucs_queue_head_t   responses;
+    uint64_t           unacked_since_ns; /**< first stall check that saw
+                                              response data stuck, or 0 */
 } uct_tcp_rx_conn_t;
 
 /**
@@ -83,6 +85,16 @@ unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn);
  * @return the number of messages delivered.
  */
 unsigned uct_tcp_rx_conn_handle_events(uct_tcp_rx_conn_t *conn, uint32_t events);
+
+/**
+ * A connection writing get responses whose peer has acknowledged none of
+ * them for UCX_TCP_KEEPIDLE + KEEPINTVL * KEEPCNT (the rule of
+ * uct_tcp_ep_check_peer()): the peer host or the path is gone. The iface's
+ * eps to the same peer fail with UCS_ERR_ENDPOINT_TIMEOUT, so that the
+ * user whose memory was being read learns it, and the connection closes.
+ * @return whether the connection was closed.
+ */
+int uct_tcp_rx_conn_check_peer(uct_tcp_rx_conn_t *conn);
 
 /** Close the socket and free the connection. */
 void uct_tcp_rx_conn_destroy(uct_tcp_rx_conn_t *conn);
