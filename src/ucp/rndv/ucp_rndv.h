@@ -308,8 +308,6 @@ typedef struct ucp_rndv_host_lane {
     uct_component_h          component; /* unpacks the peer's */
     size_t                   key_size;
     int                      own_eps;   /* eps connect their own uct ep */
-    int                      bounded;   /* UCX_RNDV_HOST_GET_MAX applies: the
-                                           reader's core copies alone */
 } ucp_rndv_host_lane_t;
 
 /** Whether a resource's md fits a rendezvous lane. */

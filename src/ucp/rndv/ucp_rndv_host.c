@@ -115,9 +115,6 @@ static void ucp_rndv_host_lane_init(ucp_worker_h worker, const ucp_worker_iface_
     lane->component = context->mds[rsc->md_index].component;
     lane->key_size  = context->mds[rsc->md_index].attr.rkey_packed_size;
     lane->own_eps   = own_eps;
-    /* A reader on the same host copies on the receiver's core alone (cma);
-     * over a network both hosts' cores and the wire share the work. */
-    lane->bounded   = (rsc->desc.dev_type != UCT_DEVICE_TYPE_NET);
 }
 
 /* The messaging ifaces of network devices that read peers' host memory
@@ -243,7 +240,7 @@ size_t ucp_rndv_host_key_size(ucp_ep_h ep)
 int ucp_rndv_host_get_fits(ucp_ep_h ep, size_t length)
 {
     return (ep->host_rma_ep != NULL) &&
-           (!ep->host_lane->bounded || (length <= ep->worker->context->rndv.host_get_max)) &&
+           (length <= ep->worker->context->rndv.host_get_max) &&
            (length <= ep->host_lane->wiface->attr.cap.get.max_zcopy);
 }
 

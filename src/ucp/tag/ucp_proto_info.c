@@ -89,15 +89,10 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
     if (ep->host_rma_ep != NULL) {
         const ucp_tl_rsc_t *hrsc =
                 &ep->worker->context->rscs[ep->host_lane->wiface->rsc_index];
-        if (ep->host_lane->bounded) {
-            printf("| rndv host     | host to host up to %zu B: the receiver reads the "
-                   "sender's buffer over %s/%s (one copy; UCX_RNDV_HOST_GET_MAX)\n",
-                   cfg->host_get_max, hrsc->desc.tl_name, hrsc->desc.dev_name);
-        } else {
-            printf("| rndv host     | host to host: the receiver reads the sender's "
-                   "buffer over %s/%s%s\n", hrsc->desc.tl_name, hrsc->desc.dev_name,
-                   ep->host_lane->own_eps ? "" : " (its messaging connection)");
-        }
+        printf("| rndv host     | host to host up to %zu B: the receiver reads the "
+               "sender's buffer over %s/%s%s (UCX_RNDV_HOST_GET_MAX)\n",
+               cfg->host_get_max, hrsc->desc.tl_name, hrsc->desc.dev_name,
+               ep->host_lane->own_eps ? "" : ", its messaging connection");
     } else {
         printf("| rndv host     | host to host: data messages (no transport reads "
                "the peer's host memory)\n");

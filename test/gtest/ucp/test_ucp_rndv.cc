@@ -97,16 +97,15 @@ uint64_t rndv_count(ucp_worker_h w, ucp_proto_stat_t proto)
 }
 
 /* What a contiguous host -> host rendezvous of @a len bytes takes over
- * @a tls: a read of the sender's buffer where a transport can -- cma up to
- * UCX_RNDV_HOST_GET_MAX (4M by default), tcp (its messaging connection) at
- * any size --, else data messages. */
+ * @a tls: up to UCX_RNDV_HOST_GET_MAX (4M by default) a read of the
+ * sender's buffer where a transport can (cma; tcp over its messaging
+ * connection), else data messages. */
 ucp_proto_stat_t host_rndv_proto(const std::string &tls, size_t len)
 {
-    if (tls.find("cma") != std::string::npos) {
-        return (len <= (4ul << 20)) ? UCP_PROTO_STAT_RNDV_HOST_GET : UCP_PROTO_STAT_RNDV_AM;
-    }
-    return (tls.find("tcp") != std::string::npos) ? UCP_PROTO_STAT_RNDV_HOST_GET :
-                                                    UCP_PROTO_STAT_RNDV_AM;
+    bool reads = (tls.find("cma") != std::string::npos) ||
+                 (tls.find("tcp") != std::string::npos);
+    return (reads && (len <= (4ul << 20))) ? UCP_PROTO_STAT_RNDV_HOST_GET :
+                                             UCP_PROTO_STAT_RNDV_AM;
 }
 
 /* Whether the rendezvous of @a sizes (from k_thresh on) were counted under
@@ -382,6 +381,7 @@ TEST(test_ucp_rndv_host_lane, a_sender_dying_mid_read_over_tcp_fails_the_receive
     const size_t len = 256u << 20;
     (void)run_two_processes_raw(
         [&](oob_channel &ch) {
+            scoped_setenv max("UCX_RNDV_HOST_GET_MAX", "inf");
             ucp_entity e("tcp");
             ucp_ep_h ep = exchange(e, ch, true);
             pid_t child;
@@ -411,6 +411,7 @@ TEST(test_ucp_rndv_host_lane, a_sender_dying_mid_read_over_tcp_fails_the_receive
             e.close(ep, true);
         },
         [&](oob_channel &ch) {
+            scoped_setenv max("UCX_RNDV_HOST_GET_MAX", "inf");
             ucp_entity e("tcp");
             ucp_ep_h ep = exchange(e, ch, true);
             pid_t self = getpid();
