@@ -255,8 +255,17 @@ void run_sizes(const kind_t &skind, const kind_t &rkind, ucp_proto_stat_t want,
         }
         if ((want == UCP_PROTO_STAT_RNDV_HOST_GET) && (rndv > 0)) {
             /* What ucx_perftest prints as the transport: the lane that read
-             * the host buffer, not the device lane the ep also has. */
-            EXPECT_STREQ("cma", ucp_proto_stat_transport(p.m_ep, want));
+             * the host buffer (cma, or tcp's own connection when UCX_TLS has
+             * tcp and no cma), not the device lane the ep also has. */
+            std::string tls = "cma";
+            for (const auto &kv : env) {
+                if ((kv.first == "UCX_TLS") &&
+                    (kv.second.find("cma") == std::string::npos) &&
+                    (kv.second.find("tcp") != std::string::npos)) {
+                    tls = "tcp";
+                }
+            }
+            EXPECT_EQ(tls, ucp_proto_stat_transport(p.m_ep, want));
         }
         check_overlaps(p, rkind, "receiver");
         p.cleanup(oob);
@@ -353,7 +362,8 @@ INSTANTIATE_TEST_SUITE_P(pairs, test_ucp_cuda_rndv,
                          pair_name);
 
 /* What a message between two nodes without RDMA takes: tcp and cuda_copy
- * only, so device data goes as active messages through host fragments,
+ * only, so device data goes as active messages through host fragments
+ * (host data is read over tcp),
  * the copy of one piece beside the socket transfer of the previous one
  * (ucp_rndv_stage.c). Sizes: below one fragment, one, two, five and a bit;
  * three messages at once, so requests share the fragment pool; copies
@@ -375,8 +385,10 @@ class test_ucp_cuda_rndv_tcp : public test_ucp_cuda_rndv
          * than a fragment, so that a fragment fills over several arrivals
          * and its copy can run beside the next ones. */
         env.push_back({"UCX_TCP_SEG_SIZE", std::to_string(k_frag)});
+        /* Host to host, the receiver reads the sender's buffer over the
+         * tcp connection (tcp get, docs/rendezvous.md). */
         run_sizes(s, r,
-                  (s.host && r.host) ? UCP_PROTO_STAT_RNDV_AM
+                  (s.host && r.host) ? UCP_PROTO_STAT_RNDV_HOST_GET
                                      : UCP_PROTO_STAT_RNDV_PIPE_HOST,
                   env, {k_frag - 1, k_frag, 2 * k_frag, 5 * k_frag + 3}, concurrent,
                   8 * 1024, 0, -1, false, overlaps);
