@@ -306,6 +306,10 @@ struct ucp_ep {
     size_t                  max_bcopy;    /* am_bcopy segment */
     size_t                  rndv_thresh[UCP_RNDV_KIND_LAST]; /* by sender kind:
                                              ucp_rndv_thresh() */
+    size_t                  rndv_host_get_max;   /* host data above this is not
+                                                    read over the host lane */
+    size_t                  rndv_host_after_get; /* ...and takes rendezvous
+                                                    from this size only */
     ucp_err_handling_mode_t err_mode;
     ucp_err_handler_cb_t    err_cb;
     void                    *err_arg;

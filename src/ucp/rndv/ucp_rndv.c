@@ -186,13 +186,17 @@ void ucp_rndv_ep_cleanup(ucp_ep_h ep)
     }
 }
 
-/* The model's thresholds for @a ep (UCX_RNDV_THRESH=auto). */
-static void ucp_rndv_ep_model_thresh(ucp_ep_h ep, size_t *thresh)
+static ucs_status_t ucp_rndv_ep_model_lanes(ucp_ep_h ep, int host_lane,
+                                            ucp_rndv_model_t *model);
+
+/* The model's thresholds for @a ep (UCX_RNDV_THRESH=auto), with or without
+ * its host lane. */
+static void ucp_rndv_ep_model_thresh(ucp_ep_h ep, int host_lane, size_t *thresh)
 {
     ucp_rndv_model_t model;
     unsigned k;
 
-    if (ucp_rndv_ep_model(ep, &model) != UCS_OK) {
+    if (ucp_rndv_ep_model_lanes(ep, host_lane, &model) != UCS_OK) {
         /* Keeps the protocols working: eager, then rendezvous from the
          * eager limit (set by the caller). */
         for (k = 0; k < UCP_RNDV_KIND_LAST; ++k) {
@@ -211,13 +215,19 @@ static void ucp_rndv_ep_model_thresh(ucp_ep_h ep, size_t *thresh)
 
 ucs_status_t ucp_rndv_ep_model(ucp_ep_h ep, ucp_rndv_model_t *model)
 {
+    return ucp_rndv_ep_model_lanes(ep, 1, model);
+}
+
+static ucs_status_t ucp_rndv_ep_model_lanes(ucp_ep_h ep, int host_lane,
+                                            ucp_rndv_model_t *model)
+{
     ucp_worker_h worker          = ep->worker;
     const ucp_rndv_config_t *cfg = &worker->context->rndv;
 
     return ucp_rndv_model_build(model, ep->wiface->iface, ep->max_bcopy,
                                 (worker->mt_ep != NULL) ? worker->mt_iface : NULL,
                                 (ep->rma_ep != NULL) ? worker->rma_iface.iface : NULL,
-                                (ep->host_rma_ep != NULL) ?
+                                (host_lane && (ep->host_rma_ep != NULL)) ?
                                 ep->host_lane->wiface->iface : NULL,
                                 cfg->frag_size[UCS_MEMORY_TYPE_HOST],
                                 cfg->frag_size[UCS_MEMORY_TYPE_CUDA],
@@ -227,14 +237,30 @@ ucs_status_t ucp_rndv_ep_model(ucp_ep_h ep, ucp_rndv_model_t *model)
 void ucp_rndv_ep_set_thresh(ucp_ep_h ep)
 {
     const ucp_rndv_config_t *cfg = &ep->worker->context->rndv;
+    size_t without[UCP_RNDV_KIND_LAST];
     unsigned k;
 
     if (cfg->thresh == UCS_MEMUNITS_AUTO) {
-        ucp_rndv_ep_model_thresh(ep, ep->rndv_thresh);
+        ucp_rndv_ep_model_thresh(ep, 1, ep->rndv_thresh);
     } else {
         for (k = 0; k < UCP_RNDV_KIND_LAST; ++k) {
             ep->rndv_thresh[k] = cfg->thresh;
         }
+    }
+    /* Host data too large for the host lane's read would take data messages
+     * after a round trip: from the size the model gives without the lane
+     * (over tcp that is eager: rendezvous data messages of 16 MiB both ways
+     * at once ran at 0.31x of eager on an H100 host). */
+    ep->rndv_host_get_max   = SIZE_MAX;
+    ep->rndv_host_after_get = 0;
+    if ((ep->host_rma_ep != NULL) && (cfg->thresh == UCS_MEMUNITS_AUTO)) {
+        ucp_rndv_ep_model_thresh(ep, 0, without);
+        ep->rndv_host_get_max   = cfg->host_get_max;
+        ep->rndv_host_after_get = ucs_max(without[UCP_RNDV_KIND_HOST],
+                                          ep->rndv_thresh[UCP_RNDV_KIND_HOST]);
+    }
+    if ((cfg->eager_max < SIZE_MAX) && (ep->rndv_host_after_get > cfg->eager_max + 1)) {
+        ep->rndv_host_after_get = cfg->eager_max + 1;
     }
     /* Above UCX_TAG_EAGER_MAX_SIZE a receiver drops eager messages, so they
      * take rendezvous even where the threshold says eager. */

@@ -76,7 +76,9 @@ int ucp_rndv_send_wanted(ucp_ep_h ep, const ucp_request_t *req,
     ucp_rndv_tx_key_t *tx;
 
     if (mem_type == UCS_MEMORY_TYPE_HOST) {
-        return length >= ucp_rndv_thresh(ep, UCP_RNDV_KIND_HOST);
+        return (length >= ucp_rndv_thresh(ep, UCP_RNDV_KIND_HOST)) &&
+               ((length <= ep->rndv_host_get_max) ||
+                (length >= ep->rndv_host_after_get));
     }
     t_export = ucp_rndv_thresh(ep, UCP_RNDV_KIND_DEVICE_EXPORT);
     t_other  = ucp_rndv_thresh(ep, UCP_RNDV_KIND_DEVICE);

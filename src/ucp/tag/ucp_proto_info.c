@@ -81,6 +81,12 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
                ((cfg->eager_max < SIZE_MAX) && (t == cfg->eager_max + 1)) ?
                "UCX_TAG_EAGER_MAX_SIZE" :
                (cfg->thresh == UCS_MEMUNITS_AUTO) ? "model" : "UCX_RNDV_THRESH");
+        if ((k == UCP_RNDV_KIND_HOST) && (ep->rndv_host_get_max < SIZE_MAX) &&
+            (ep->rndv_host_after_get > ep->rndv_host_get_max + 1)) {
+            printf("| %-15s | above %zu B (UCX_RNDV_HOST_GET_MAX) eager again up to "
+                   "%zu B: the model's choice without the host lane\n", "",
+                   ep->rndv_host_get_max, ep->rndv_host_after_get - 1);
+        }
     }
     printf("| rndv receiver | get_zcopy (cuda_ipc) if the sender's buffer exports, else "
            "put_zcopy if the receiver's does, else pipeline: %s\n",

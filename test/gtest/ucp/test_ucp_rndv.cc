@@ -374,6 +374,39 @@ TEST_P(test_ucp_rndv_host, dead_receiver_fails_the_send)
         120);
 }
 
+/* With the model's thresholds (UCX_RNDV_THRESH=auto) over tcp: a message
+ * the host lane may read takes the read; one above UCX_RNDV_HOST_GET_MAX
+ * goes as the model would send it without the lane (eager), not as
+ * rendezvous data messages, which ran at 0.31x of eager both ways at once. */
+TEST(test_ucp_rndv_host_lane, above_the_get_max_tcp_sends_eagerly_by_the_model)
+{
+    const std::vector<size_t> sizes = {1 << 20, 16 << 20};
+    auto side = [&](oob_channel &ch, bool sender) {
+        ucp_entity e("tcp");
+        ucp_ep_h ep = exchange(e, ch);
+        for (size_t len : sizes) {
+            std::vector<char> buf(len);
+            if (sender) {
+                fill(buf, (unsigned)len);
+                ASSERT_EQ(UCS_OK, e.wait(send(ep, buf.data(), len, len), 60));
+            } else {
+                ucp_tag_recv_info_t info;
+                ASSERT_EQ(UCS_OK, wait_info(e, post_recv(e.worker(), buf.data(), len,
+                                                         len, &info), &info));
+                ASSERT_EQ(len, first_bad(buf.data(), len, (unsigned)len)) << len;
+            }
+        }
+        if (sender) {
+            EXPECT_EQ(1u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_HOST_GET));
+            EXPECT_EQ(0u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));
+            EXPECT_EQ(1u, rndv_count(e.worker(), UCP_PROTO_STAT_EAGER_MULTI));
+        }
+        finish(e, ep, ch);
+    };
+    run_two_processes([&](oob_channel &ch) { side(ch, true); },
+                      [&](oob_channel &ch) { side(ch, false); }, 120);
+}
+
 /* Over tcp the receiver reads the sender's buffer: a sender that dies in the
  * middle of that read fails the receive (no hang, no data claimed). */
 TEST(test_ucp_rndv_host_lane, a_sender_dying_mid_read_over_tcp_fails_the_receive)
