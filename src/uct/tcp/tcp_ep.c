@@ -214,7 +214,6 @@ UCS_F_NOINLINE ucs_status_t uct_tcp_ep_check_peer(uct_tcp_ep_t *ep)
     uct_tcp_iface_t *iface = ep->iface;
     char str[UCT_TCP_SOCKADDR_STRLEN];
     unsigned ms;
-    uint64_t now;
 
     if (ep->status != UCS_OK) {
         return (ep->status < 0) ? ep->status : UCS_OK;
@@ -222,25 +221,16 @@ UCS_F_NOINLINE ucs_status_t uct_tcp_ep_check_peer(uct_tcp_ep_t *ep)
     if ((iface->unacked_max_ms == 0) || (ep->watch.fd < 0)) {
         return UCS_OK;
     }
-    ms = uct_tcp_sock_unacked_ms(ep->watch.fd);
+    ms = uct_tcp_iface_peer_silent(iface, ep->watch.fd, &ep->unacked_since_ns);
     if (ms == 0) {
-        ep->unacked_since_ns = 0;
         return UCS_OK;
     }
-    now = ucs_get_time_ns();
-    if (ep->unacked_since_ns == 0) {
-        ep->unacked_since_ns = now;
-    } else if ((ms >= iface->unacked_max_ms) &&
-               (now - ep->unacked_since_ns >=
-                (uint64_t)iface->sock_opts.keepintvl * 1000000000ull)) {
-        ucs_diag("tcp ep %p: %s acknowledged nothing for %u ms while data was "
-                 "retransmitted (UCX_TCP_KEEPIDLE + KEEPINTVL * KEEPCNT = %u ms)",
-                 (void*)ep, uct_tcp_sockaddr_str(&ep->peer, str, sizeof(str)), ms,
-                 iface->unacked_max_ms);
-        uct_tcp_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT);
-        return UCS_ERR_ENDPOINT_TIMEOUT;
-    }
-    return UCS_OK;
+    ucs_diag("tcp ep %p: %s acknowledged nothing for %u ms while data was "
+             "retransmitted (UCX_TCP_KEEPIDLE + KEEPINTVL * KEEPCNT = %u ms)",
+             (void*)ep, uct_tcp_sockaddr_str(&ep->peer, str, sizeof(str)), ms,
+             iface->unacked_max_ms);
+    uct_tcp_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT);
+    return UCS_ERR_ENDPOINT_TIMEOUT;
 }
 
 ssize_t uct_tcp_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
@@ -447,7 +437,7 @@ static unsigned uct_tcp_ep_tx_progress(uct_tcp_ep_t *ep)
     ep->tx.comp = NULL;
     uct_tcp_ep_tx_reset(ep);
     ucs_queue_head_init(&flushes);
-    if (ep->get.count == 0) {
+    if (!uct_tcp_get_outstanding(&ep->get)) {
         ucs_queue_splice(&flushes, &ep->flush_comps);
     }
 
@@ -697,7 +687,7 @@ void uct_tcp_ep_destroy(uct_ep_h tl_ep)
 
     ucs_debug("tcp ep %p: destroy%s%s", (void*)ep,
               uct_tcp_ep_tx_busy(ep) ? ", dropping a message not fully sent" : "",
-              (ep->get.count > 0) ? ", canceling its gets" : "");
+              uct_tcp_get_outstanding(&ep->get) ? ", canceling its gets" : "");
 
     if (ep->on_failed_list) {
         ucs_list_del(&ep->failed_link);

@@ -174,7 +174,8 @@ void uct_tcp_ep_report_failure(uct_tcp_ep_t *ep);
  */
 static inline int uct_tcp_ep_flush_needed(const uct_tcp_ep_t *ep)
 {
-    return ((ep->status == UCS_OK) && uct_tcp_ep_tx_busy(ep)) || (ep->get.count > 0);
+    return ((ep->status == UCS_OK) && uct_tcp_ep_tx_busy(ep)) ||
+           uct_tcp_get_outstanding(&ep->get);
 }
 
 /** Recompute which events the ep's socket is watched for. */

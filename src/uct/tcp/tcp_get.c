@@ -19,7 +19,6 @@ void uct_tcp_get_rx_init(uct_tcp_get_rx_t *rx)
 {
     ucs_queue_head_init(&rx->unsent);
     ucs_queue_head_init(&rx->requested);
-    rx->count      = 0;
     rx->hdr_filled = 0;
     rx->filled     = 0;
 }
@@ -66,7 +65,6 @@ ucs_status_t uct_tcp_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t i
     /* The request goes when the socket takes it; the get itself never
      * asks the caller to retry. */
     ucs_queue_push(&ep->get.unsent, &op->queue);
-    ++ep->get.count;
     ucs_trace_data("tcp ep %p: get 0x%llx+%zu into %p", (void*)ep,
                    (unsigned long long)remote_addr, length, iov->buffer);
     if ((ep->status == UCS_OK) && !uct_tcp_ep_tx_busy(ep)) {
@@ -165,7 +163,6 @@ unsigned uct_tcp_get_recv(uct_tcp_ep_t *ep)
         }
 
         (void)ucs_queue_pull_non_empty(&rx->requested);
-        --rx->count;
         rx->hdr_filled = 0;
         rx->filled     = 0;
         status         = (ucs_status_t)(int32_t)le32toh((uint32_t)rx->hdr.status);
@@ -203,7 +200,6 @@ void uct_tcp_get_take_all(uct_tcp_get_rx_t *rx, ucs_queue_head_t *queue)
     ucs_queue_head_init(queue);
     ucs_queue_splice(queue, &rx->requested);
     ucs_queue_splice(queue, &rx->unsent);
-    rx->count      = 0;
     rx->hdr_filled = 0;
     rx->filled     = 0;
 }
@@ -228,8 +224,7 @@ unsigned uct_tcp_get_complete_all(ucs_queue_head_t *queue, ucs_status_t status)
 
 /* ---- the serving side (receive connection) ------------------------------- */
 
-ucs_status_t uct_tcp_get_serve(uct_tcp_rx_conn_t *conn, const void *payload,
-                               size_t length)
+ucs_status_t uct_tcp_get_serve(uct_tcp_rx_conn_t *conn, const void *payload)
 {
     uct_tcp_md_t *md = ucs_container_of(conn->iface->super.md, uct_tcp_md_t, super);
     char str[UCT_TCP_SOCKADDR_STRLEN];
@@ -238,12 +233,6 @@ ucs_status_t uct_tcp_get_serve(uct_tcp_rx_conn_t *conn, const void *payload,
     uint64_t address, size;
     int was_idle;
 
-    if (length != sizeof(req)) {
-        ucs_error("tcp: malformed get request of %zu bytes from %s: closing the "
-                  "connection", length,
-                  uct_tcp_sockaddr_str(&conn->peer, str, sizeof(str)));
-        return UCS_ERR_IO_ERROR;
-    }
     memcpy(&req, payload, sizeof(req));
     address = le64toh(req.address);
     size    = le64toh(req.length);

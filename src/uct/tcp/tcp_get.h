@@ -44,7 +44,6 @@ typedef struct uct_tcp_get_op {
 typedef struct uct_tcp_get_rx {
     ucs_queue_head_t   unsent;    /**< gets whose request waits for the socket */
     ucs_queue_head_t   requested; /**< gets waiting for their response, in order */
-    unsigned           count;     /**< gets in both queues */
     uct_tcp_get_resp_t hdr;       /**< response header of the first requested */
     size_t             hdr_filled;
     size_t             filled;    /**< data bytes of it received */
@@ -67,6 +66,12 @@ ucs_status_t uct_tcp_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t i
 
 /** Initialise the reading side of a new ep. */
 void uct_tcp_get_rx_init(uct_tcp_get_rx_t *rx);
+
+/** Whether the ep has gets not completed yet (sent or not). */
+static inline int uct_tcp_get_outstanding(const uct_tcp_get_rx_t *rx)
+{
+    return !ucs_queue_is_empty(&rx->unsent) || !ucs_queue_is_empty(&rx->requested);
+}
 
 /** Whether the ep has gets whose request is not sent yet. */
 static inline int uct_tcp_get_has_unsent(const uct_tcp_get_rx_t *rx)
@@ -97,13 +102,12 @@ void uct_tcp_get_take_all(uct_tcp_get_rx_t *rx, ucs_queue_head_t *queue);
 unsigned uct_tcp_get_complete_all(ucs_queue_head_t *queue, ucs_status_t status);
 
 /**
- * Serve a get request frame (@a length payload bytes) received on @a conn:
- * queue the response and write what the socket takes.
- * @return UCS_OK, or the error that must close the connection (a malformed
- *         request, a failed send).
+ * Serve the get request @a payload (a uct_tcp_get_req_t, maybe unaligned)
+ * received on @a conn: queue the response and write what the socket takes.
+ * @return UCS_OK, or the error that must close the connection (no memory,
+ *         a failed send).
  */
-ucs_status_t uct_tcp_get_serve(struct uct_tcp_rx_conn *conn, const void *payload,
-                               size_t length);
+ucs_status_t uct_tcp_get_serve(struct uct_tcp_rx_conn *conn, const void *payload);
 
 /**
  * Write more of @a conn's queued responses; watches the socket for

@@ -220,6 +220,25 @@ static inline int uct_tcp_iface_is_idle(const uct_tcp_iface_t *iface)
 #define UCT_TCP_STALL_POLLS 1024
 #define UCT_TCP_STALL_CHECK_NS 1000000000ull
 
+unsigned uct_tcp_iface_peer_silent(uct_tcp_iface_t *iface, int fd, uint64_t *since_ns)
+{
+    unsigned ms = uct_tcp_sock_unacked_ms(fd);
+    uint64_t now;
+
+    if (ms == 0) {
+        *since_ns = 0;
+        return 0;
+    }
+    now = ucs_get_time_ns();
+    if (*since_ns == 0) {
+        *since_ns = now;
+        return 0;
+    }
+    return ((ms >= iface->unacked_max_ms) &&
+            (now - *since_ns >= (uint64_t)iface->sock_opts.keepintvl * 1000000000ull)) ?
+           ms : 0;
+}
+
 static UCS_F_NOINLINE void uct_tcp_iface_check_stalled(uct_tcp_iface_t *iface)
 {
     uint64_t now = ucs_get_time_ns();
@@ -235,7 +254,7 @@ static UCS_F_NOINLINE void uct_tcp_iface_check_stalled(uct_tcp_iface_t *iface)
     {
         /* Data waiting to go, or gets waiting for their data: if the peer
          * acknowledges nothing of ours, the path is gone. */
-        if (uct_tcp_ep_is_tx_stalled(ep) || (ep->get.count > 0)) {
+        if (uct_tcp_ep_is_tx_stalled(ep) || uct_tcp_get_outstanding(&ep->get)) {
             /* a failure goes to failed_eps, reported below in progress */
             (void)uct_tcp_ep_check_peer(ep);
         }

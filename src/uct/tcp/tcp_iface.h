@@ -134,6 +134,16 @@ typedef struct uct_tcp_iface {
     ucs_mpool_t         seg_mp;
 } uct_tcp_iface_t;
 
+/**
+ * The rule of a peer check, for a socket with data of ours on it: the peer
+ * has acknowledged nothing for UCX_TCP_KEEPIDLE + KEEPINTVL * KEEPCNT, seen
+ * at two looks at least KEEPINTVL apart (so one lost segment after a long
+ * idle time is not taken for a dead path). @a since_ns keeps the first look
+ * that saw data stuck (0: none).
+ * @return the milliseconds unacknowledged when the peer counts as gone, else 0.
+ */
+unsigned uct_tcp_iface_peer_silent(uct_tcp_iface_t *iface, int fd, uint64_t *since_ns);
+
 /** Give back a segment buffer of iface->seg_mp (NULL is ignored). */
 static inline void uct_tcp_iface_seg_put(uint8_t *buf)
 {

@@ -8,7 +8,6 @@
 #include "tcp_wire.h"
 
 #include <ucs/debug/log.h>
-#include <ucs/sys/sys.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -147,13 +146,17 @@ static ssize_t uct_tcp_rx_conn_dispatch(uct_tcp_rx_conn_t *conn)
     while ((avail = conn->tail - conn->head) >= sizeof(hdr)) {
         memcpy(&hdr, conn->buf + conn->head, sizeof(hdr));
         length = uct_tcp_frame_hdr_length(&hdr);
-        if ((hdr.am_id == UCT_TCP_FRAME_GET_REQ) && (length <= UCT_TCP_FRAME_ALIGN * 8)) {
+        if (hdr.am_id == UCT_TCP_FRAME_GET_REQ) {
+            if (length != sizeof(uct_tcp_get_req_t)) {
+                ucs_error("tcp: malformed get request of %zu bytes from a peer: "
+                          "closing the connection", length);
+                return UCS_ERR_IO_ERROR;
+            }
             frame_len = sizeof(hdr) + uct_tcp_frame_padded(length);
             if (frame_len > avail) {
                 break;
             }
-            status = uct_tcp_get_serve(conn, conn->buf + conn->head + sizeof(hdr),
-                                       length);
+            status = uct_tcp_get_serve(conn, conn->buf + conn->head + sizeof(hdr));
             if (status != UCS_OK) {
                 return status;
             }
@@ -323,21 +326,9 @@ int uct_tcp_rx_conn_check_peer(uct_tcp_rx_conn_t *conn)
     char str[UCT_TCP_SOCKADDR_STRLEN];
     uct_tcp_ep_t *ep;
     unsigned ms;
-    uint64_t now;
 
-    ms = uct_tcp_sock_unacked_ms(conn->watch.fd);
+    ms = uct_tcp_iface_peer_silent(iface, conn->watch.fd, &conn->unacked_since_ns);
     if (ms == 0) {
-        conn->unacked_since_ns = 0;
-        return 0;
-    }
-    now = ucs_get_time_ns();
-    if (conn->unacked_since_ns == 0) {
-        conn->unacked_since_ns = now;
-        return 0;
-    }
-    if ((ms < iface->unacked_max_ms) ||
-        (now - conn->unacked_since_ns <
-         (uint64_t)iface->sock_opts.keepintvl * 1000000000ull)) {
         return 0;
     }
     ucs_diag("tcp iface %p: %s acknowledged nothing of the data it asked to read "

@@ -130,6 +130,25 @@ void finish(ucp_entity &e, ucp_ep_h ep, oob_channel &ch)
     ASSERT_TRUE(ch.barrier());
 }
 
+/* Send (or receive and check) one message of each of @a sizes, tagged with
+ * its size and filled with the pattern of its size. */
+void transfer_sizes(ucp_entity &e, ucp_ep_h ep, const std::vector<size_t> &sizes,
+                    bool sender)
+{
+    for (size_t len : sizes) {
+        std::vector<char> buf(len);
+        if (sender) {
+            fill(buf, (unsigned)len);
+            ASSERT_EQ(UCS_OK, e.wait(send(ep, buf.data(), len, len), 60));
+        } else {
+            ucp_tag_recv_info_t info;
+            ASSERT_EQ(UCS_OK, wait_info(e, post_recv(e.worker(), buf.data(), len, len,
+                                                     &info), &info));
+            ASSERT_EQ(len, first_bad(buf.data(), len, (unsigned)len)) << len;
+        }
+    }
+}
+
 class test_ucp_rndv_host : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(test_ucp_rndv_host, sizes_around_threshold_and_segments_arrive_intact)
@@ -217,18 +236,7 @@ TEST(test_ucp_rndv_host_lane, messages_above_the_get_max_take_data_messages)
         scoped_setenv max("UCX_RNDV_HOST_GET_MAX", "512K");
         ucp_entity e("posix,cma");
         ucp_ep_h ep = exchange(e, ch);
-        for (size_t len : sizes) {
-            std::vector<char> buf(len);
-            if (sender) {
-                fill(buf, (unsigned)len);
-                ASSERT_EQ(UCS_OK, e.wait(send(ep, buf.data(), len, len), 60));
-            } else {
-                ucp_tag_recv_info_t info;
-                ASSERT_EQ(UCS_OK, wait_info(e, post_recv(e.worker(), buf.data(), len,
-                                                         len, &info), &info));
-                ASSERT_EQ(len, first_bad(buf.data(), len, (unsigned)len)) << len;
-            }
-        }
+        transfer_sizes(e, ep, sizes, sender);
         EXPECT_EQ(2u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_HOST_GET));
         EXPECT_EQ(2u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));
         finish(e, ep, ch);
@@ -384,18 +392,7 @@ TEST(test_ucp_rndv_host_lane, above_the_get_max_tcp_sends_eagerly_by_the_model)
     auto side = [&](oob_channel &ch, bool sender) {
         ucp_entity e("tcp");
         ucp_ep_h ep = exchange(e, ch);
-        for (size_t len : sizes) {
-            std::vector<char> buf(len);
-            if (sender) {
-                fill(buf, (unsigned)len);
-                ASSERT_EQ(UCS_OK, e.wait(send(ep, buf.data(), len, len), 60));
-            } else {
-                ucp_tag_recv_info_t info;
-                ASSERT_EQ(UCS_OK, wait_info(e, post_recv(e.worker(), buf.data(), len,
-                                                         len, &info), &info));
-                ASSERT_EQ(len, first_bad(buf.data(), len, (unsigned)len)) << len;
-            }
-        }
+        transfer_sizes(e, ep, sizes, sender);
         if (sender) {
             EXPECT_EQ(1u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_HOST_GET));
             EXPECT_EQ(0u, rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_AM));

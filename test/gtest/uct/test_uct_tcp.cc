@@ -85,19 +85,8 @@ std::string numbered(uint64_t seq, size_t length)
 } // namespace
 
 
-class test_uct_tcp : public uct_test_base {
+class test_uct_tcp : public test_uct_tcp_lo {
 protected:
-    void SetUp() override
-    {
-        if (!tcp_lo_resource(m_res)) {
-            GTEST_SKIP() << "the tcp transport offers no 'lo' device here";
-        }
-    }
-
-    uct_test_entity *entity(const uct_entity_params &params = uct_entity_params())
-    {
-        return create_entity(m_res, params);
-    }
 
     /* Send on @a ep until a message of @a length arrives at @a rec. */
     void check_roundtrip(uct_ep_h ep, am_recorder &rec,
@@ -139,8 +128,6 @@ protected:
         }
         return seq;
     }
-
-    uct_resource m_res;
 };
 
 

@@ -53,6 +53,25 @@ inline bool tcp_lo_resource(uct_resource &res)
     return true;
 }
 
+/** Base of the tcp suites over the loopback device: skips visibly where
+ *  there is none. */
+class test_uct_tcp_lo : public uct_test_base {
+protected:
+    void SetUp() override
+    {
+        if (!tcp_lo_resource(m_res)) {
+            GTEST_SKIP() << "the tcp transport offers no 'lo' device here";
+        }
+    }
+
+    uct_test_entity *entity(const uct_entity_params &params = uct_entity_params())
+    {
+        return create_entity(m_res, params);
+    }
+
+    uct_resource m_res;
+};
+
 /** @a length bytes that depend on @a seed and the position. */
 inline std::string tcp_pattern(size_t length, uint64_t seed)
 {

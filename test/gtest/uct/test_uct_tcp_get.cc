@@ -42,21 +42,33 @@ struct ordered_completion {
     }
 };
 
+/* An iov of one block of host memory. */
+uct_iov_t one_iov(void *buffer, size_t length)
+{
+    uct_iov_t iov;
+
+    memset(&iov, 0, sizeof(iov));
+    iov.buffer = buffer;
+    iov.length = length;
+    iov.count  = 1;
+    return iov;
+}
+
+/* Register [mem, +len) with @a e's md by hand (for tests that outlive or
+ * release the registration themselves); returns its packed key. */
+std::string register_by_hand(uct_test_entity &e, void *mem, size_t len, uct_mem_h *memh)
+{
+    std::string key(e.md_attr().rkey_packed_size, '\0');
+
+    EXPECT_UCS_OK(uct_md_mem_reg(e.md(), mem, len, UCT_MD_MEM_ACCESS_REMOTE_GET, memh));
+    EXPECT_UCS_OK(uct_md_mkey_pack(e.md(), *memh, &key[0]));
+    return key;
+}
+
 } // namespace
 
-class test_uct_tcp_get : public uct_test_base {
+class test_uct_tcp_get : public test_uct_tcp_lo {
 protected:
-    void SetUp() override
-    {
-        if (!tcp_lo_resource(m_res)) {
-            GTEST_SKIP() << "the tcp transport offers no 'lo' device here";
-        }
-    }
-
-    uct_test_entity *entity(const uct_entity_params &params = uct_entity_params())
-    {
-        return create_entity(m_res, params);
-    }
 
     /* Get [remote, +length) of @a key into @a dst and wait: the status the
      * get completed with. */
@@ -64,12 +76,7 @@ protected:
                           uct_rkey_t rkey)
     {
         uct_test_completion comp;
-        uct_iov_t iov;
-
-        memset(&iov, 0, sizeof(iov));
-        iov.buffer = dst;
-        iov.length = length;
-        iov.count  = 1;
+        uct_iov_t iov = one_iov(dst, length);
         ucs_status_t status = uct_ep_get_zcopy(ep, &iov, 1, remote, rkey, &comp.comp);
         if (status != UCS_INPROGRESS) {
             return status;
@@ -89,8 +96,6 @@ protected:
                                      [this] { return progress(); }));
         ASSERT_TRUE(progress_until([&] { return rec.count() == 1; }));
     }
-
-    uct_resource m_res;
 };
 
 TEST_F(test_uct_tcp_get, reads_registered_memory_of_every_size_into_the_callers_buffer)
@@ -121,9 +126,7 @@ TEST_F(test_uct_tcp_get, reads_registered_memory_of_every_size_into_the_callers_
     }
 
     /* A get of nothing completes at once. */
-    uct_iov_t iov;
-    memset(&iov, 0, sizeof(iov));
-    iov.count = 1;
+    uct_iov_t iov = one_iov(NULL, 0);
     EXPECT_EQ(UCS_OK, uct_ep_get_zcopy(ep, &iov, 1, src.addr(), rkey.rkey(), NULL));
 }
 
@@ -147,11 +150,7 @@ TEST_F(test_uct_tcp_get, many_gets_in_flight_complete_in_order_beside_messages_b
         comps[i].order       = &order;
         comps[i].index       = (int)i;
         comps[i].calls       = 0;
-        uct_iov_t iov;
-        memset(&iov, 0, sizeof(iov));
-        iov.buffer = &dst[i * chunk];
-        iov.length = chunk;
-        iov.count  = 1;
+        uct_iov_t iov = one_iov(&dst[i * chunk], chunk);
         ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(eps.first, &iov, 1,
                                                    src.addr() + i * chunk, rkey.rkey(),
                                                    &comps[i].comp));
@@ -192,11 +191,7 @@ TEST_F(test_uct_tcp_get, a_flush_waits_for_the_data_of_outstanding_gets)
     std::vector<uint8_t> dst(len, 0);
 
     uct_test_completion get_comp, flush_comp, iface_flush_comp;
-    uct_iov_t iov;
-    memset(&iov, 0, sizeof(iov));
-    iov.buffer = dst.data();
-    iov.length = len;
-    iov.count  = 1;
+    uct_iov_t iov = one_iov(dst.data(), len);
     ASSERT_EQ(UCS_INPROGRESS,
               uct_ep_get_zcopy(ep, &iov, 1, src.addr(), rkey.rkey(), &get_comp.comp));
     ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(ep, 0, &flush_comp.comp));
@@ -288,10 +283,7 @@ TEST_F(test_uct_tcp_get, a_stale_or_forged_key_is_refused_by_the_peer_and_the_co
     /* A key whose registration is gone. */
     std::vector<uint8_t> gone_mem(65536, 1);
     uct_mem_h memh;
-    std::string gone_key(b->md_attr().rkey_packed_size, '\0');
-    ASSERT_UCS_OK(uct_md_mem_reg(b->md(), gone_mem.data(), gone_mem.size(),
-                                 UCT_MD_MEM_ACCESS_REMOTE_GET, &memh));
-    ASSERT_UCS_OK(uct_md_mkey_pack(b->md(), memh, &gone_key[0]));
+    std::string gone_key = register_by_hand(*b, gone_mem.data(), gone_mem.size(), &memh);
     ASSERT_UCS_OK(uct_md_mem_dereg(b->md(), memh));
 
     /* A key with the range of a live region and a token that is not its. */
@@ -331,19 +323,11 @@ TEST_F(test_uct_tcp_get, a_peer_gone_mid_get_fails_the_get_and_calls_the_error_h
      * registered, as in a process that dies. */
     std::vector<uint8_t> mem(len, 0x5a);
     uct_mem_h memh;
-    std::string key(b->md_attr().rkey_packed_size, '\0');
-    ASSERT_UCS_OK(uct_md_mem_reg(b->md(), mem.data(), len, UCT_MD_MEM_ACCESS_REMOTE_GET,
-                                 &memh));
-    ASSERT_UCS_OK(uct_md_mkey_pack(b->md(), memh, &key[0]));
+    std::string key = register_by_hand(*b, mem.data(), len, &memh);
     uct_test_rkey rkey(a->component(), key);
     std::vector<uint8_t> dst(len);
     uct_test_completion comp;
-    uct_iov_t iov;
-
-    memset(&iov, 0, sizeof(iov));
-    iov.buffer = dst.data();
-    iov.length = len;
-    iov.count  = 1;
+    uct_iov_t iov = one_iov(dst.data(), len);
     ASSERT_EQ(UCS_INPROGRESS,
               uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)mem.data(), rkey.rkey(), &comp.comp));
     /* The response starts and fills the socket (the reader is not
@@ -375,18 +359,11 @@ TEST_F(test_uct_tcp_get, deregistering_memory_mid_response_stops_reading_it)
     ASSERT_TRUE(mem != NULL);
     memset(mem, 0x3c, len);
     uct_mem_h memh;
-    std::string key(b->md_attr().rkey_packed_size, '\0');
-    ASSERT_UCS_OK(uct_md_mem_reg(b->md(), mem, len, UCT_MD_MEM_ACCESS_REMOTE_GET, &memh));
-    ASSERT_UCS_OK(uct_md_mkey_pack(b->md(), memh, &key[0]));
+    std::string key = register_by_hand(*b, mem, len, &memh);
     uct_test_rkey rkey(a->component(), key);
     std::vector<uint8_t> dst(len);
     uct_test_completion comp;
-    uct_iov_t iov;
-
-    memset(&iov, 0, sizeof(iov));
-    iov.buffer = dst.data();
-    iov.length = len;
-    iov.count  = 1;
+    uct_iov_t iov = one_iov(dst.data(), len);
     ASSERT_EQ(UCS_INPROGRESS,
               uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)mem, rkey.rkey(), &comp.comp));
     /* The server starts the response and fills the socket: the reader is
@@ -416,12 +393,7 @@ TEST_F(test_uct_tcp_get, destroying_an_ep_cancels_its_gets)
     uct_test_rkey rkey(a->component(), src.rkey_blob());
     std::vector<uint8_t> dst(8u << 20);
     uct_test_completion comp1, comp2;
-    uct_iov_t iov;
-
-    memset(&iov, 0, sizeof(iov));
-    iov.buffer = dst.data();
-    iov.length = dst.size();
-    iov.count  = 1;
+    uct_iov_t iov = one_iov(dst.data(), dst.size());
     /* The first before the connection is up (its request waits), the second
      * behind it. */
     ASSERT_EQ(UCS_INPROGRESS,
@@ -462,11 +434,7 @@ TEST_F(test_uct_tcp_get, a_get_on_a_connection_that_just_broke_completes_once)
 
     std::vector<uint8_t> dst(4096);
     uct_test_completion comp;
-    uct_iov_t iov;
-    memset(&iov, 0, sizeof(iov));
-    iov.buffer = dst.data();
-    iov.length = dst.size();
-    iov.count  = 1;
+    uct_iov_t iov = one_iov(dst.data(), dst.size());
     ucs_status_t status = uct_ep_get_zcopy(ep, &iov, 1, remote, rkey.rkey(), &comp.comp);
     ASSERT_TRUE(uct_progress_until([&] { return a->progress(); },
                                    [&] { return err.calls > 0; }));
