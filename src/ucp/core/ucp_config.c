@@ -201,19 +201,27 @@ static const ucs_config_field_t ucp_config_fields[] = {
      offsetof(ucp_config_t, keepalive_timeout),
      UCS_CONFIG_TYPE_TIME_EX(UCS_CONFIG_PARSE_INF)},
 
-    {"MAX_RNDV_RAILS", "1",
-     "Most lanes one rendezvous message is split across, 1 to " UCS_PP_QUOTE(
-         UCP_MAX_RAILS) ". This library\n"
-                        "moves a message over one lane (a transport pair chosen by "
-                        "memory type\n"
-                        "and cost), so every valid value behaves as 1; UCXX sets 1 at "
-                        "import.",
+    {"MAX_RNDV_RAILS", "2",
+     "Most lanes one host -> host rendezvous read is split across, 1 to "
+     UCS_PP_QUOTE(UCP_MAX_RAILS) ".\n"
+     "An ep that reads over its messaging connection (tcp) also reads over\n"
+     "the other network devices that reach the peer and read its memory with\n"
+     "the same keys (tcp over a second interface), each share in\n"
+     "proportion to the device's bandwidth and at least\n"
+     "UCX_MIN_RNDV_CHUNK_SIZE. Device memory and shared-memory lanes use one\n"
+     "lane. UCXX sets 1 at import.",
      offsetof(ucp_config_t, max_rndv_rails), UCS_CONFIG_TYPE_UINT},
+
+    {"MIN_RNDV_CHUNK_SIZE", "64k",
+     "Smallest share of a rendezvous read that goes over one rail of\n"
+     "UCX_MAX_RNDV_RAILS: a message below twice this size uses one lane.",
+     offsetof(ucp_config_t, min_rndv_chunk_size), UCS_CONFIG_TYPE_SIZE},
 
     {"MAX_EAGER_RAILS", "1",
      "Most lanes the fragments of one eager message are spread over, 1 to " UCS_PP_QUOTE(
          UCP_MAX_RAILS) ".\n"
-                        "As UCX_MAX_RNDV_RAILS, every valid value behaves as 1.",
+                        "Eager fragments go over the messaging lane: every valid value\n"
+                        "behaves as 1.",
      offsetof(ucp_config_t, max_eager_rails), UCS_CONFIG_TYPE_UINT},
 
     {NULL}};
@@ -263,6 +271,8 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
      * be a small host-to-device copy, which pays the switch again. */
     rndv->same_gpu_host_max = config->rndv_same_gpu_host_max;
     rndv->host_get_max      = config->rndv_host_get_max;
+    rndv->max_rails         = config->max_rndv_rails;
+    rndv->min_chunk         = ucs_max(config->min_rndv_chunk_size, (size_t)1);
     if (rndv->same_gpu_host_max > rndv->frag_size[UCS_MEMORY_TYPE_HOST]) {
         rndv->same_gpu_host_max = rndv->frag_size[UCS_MEMORY_TYPE_HOST];
     }

@@ -67,6 +67,7 @@ struct ucp_config {
     ucs_config_allow_list_t devices[UCT_DEVICE_TYPE_LAST]; /**< UCX_{NET,SHM,ACC,SELF}_DEVICES,
                                              by uct_device_type_t */
     unsigned                max_rndv_rails;     /**< UCX_MAX_RNDV_RAILS */
+    size_t                  min_rndv_chunk_size; /**< UCX_MIN_RNDV_CHUNK_SIZE */
     unsigned                max_eager_rails;    /**< UCX_MAX_EAGER_RAILS */
 };
 
@@ -83,6 +84,8 @@ typedef struct ucp_rndv_config {
                                               exportable: host staging up to
                                               this size (0: never) */
     size_t               host_get_max;  /**< host -> host reads up to this size */
+    unsigned             max_rails;     /**< lanes one host read splits over */
+    size_t               min_chunk;     /**< least bytes of a read per rail */
     size_t               frag_size[UCS_MEMORY_TYPE_LAST];
     unsigned             frag_pool_max; /**< fragments per worker and type */
     unsigned             depth;         /**< fragments in flight per message */

@@ -115,7 +115,7 @@ static const ucp_tl_rsc_t *ucp_ep_lane_rsc(ucp_ep_h ep, unsigned rsc_index)
 
 ucs_status_t ucp_ep_query_transports(ucp_ep_h ep, ucp_transports_t *transports)
 {
-    const ucp_worker_iface_t *lanes[3];
+    const ucp_worker_iface_t *lanes[3 + UCP_MAX_RAILS - 1];
     ucp_transport_entry_t *entry;
     unsigned num = 0, i;
     const ucp_tl_rsc_t *rsc;
@@ -131,6 +131,9 @@ ucs_status_t ucp_ep_query_transports(ucp_ep_h ep, ucp_transports_t *transports)
     }
     if ((ep->host_rma_ep != NULL) && ep->host_lane->own_eps) {
         lanes[num++] = ep->host_lane->wiface;
+    }
+    for (i = 0; i < ep->num_host_rails; ++i) {
+        lanes[num++] = ep->host_rails[i].wiface;
     }
     num = ucs_min(num, transports->num_entries);
     for (i = 0; i < num; ++i) {

@@ -300,6 +300,12 @@ struct ucp_ep {
     uct_ep_h                host_rma_ep;  /* host rendezvous lane, or NULL;
                                              may be uct_ep itself */
     const struct ucp_rndv_host_lane *host_lane; /* what host_rma_ep is */
+    unsigned                num_host_rails; /* eps of host_rails[] in use */
+    struct {
+        uct_ep_h                 ep;     /* to the peer over another device */
+        const ucp_worker_iface_t *wiface;
+    } host_rails[UCP_MAX_RAILS - 1];     /* more lanes for host reads, with
+                                            host_lane's keys (rndv_host.c) */
     struct ucp_rndv_key_cache *rndv_keys; /* the peer's unpacked cuda_ipc keys */
     uint64_t                remote_uuid;
     size_t                  max_short;    /* eager payload via am_short */
@@ -619,6 +625,10 @@ ucs_status_t ucp_worker_iface_open(ucp_worker_h worker, unsigned rsc_index,
 const ucp_address_entry_t *
 ucp_worker_iface_reachable_entry(const ucp_worker_iface_t *wiface,
                                  const ucp_unpacked_address_t *addr);
+/** Whether @a wiface reaches the peer's address entry @a e (one test of
+ *  ucp_worker_iface_reachable_entry()). */
+int ucp_worker_iface_reaches(const ucp_worker_iface_t *wiface,
+                             const ucp_address_entry_t *e);
 
 /** An ep of @a wiface to the peer's address entry @a entry (of wiface's
  *  transport). */

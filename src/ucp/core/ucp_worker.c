@@ -80,25 +80,28 @@ ucs_status_t ucp_worker_iface_open(ucp_worker_h worker, unsigned rsc_index,
     return UCS_OK;
 }
 
+int ucp_worker_iface_reaches(const ucp_worker_iface_t *wiface,
+                             const ucp_address_entry_t *e)
+{
+    const char *tl_name = wiface->worker->context->rscs[wiface->rsc_index].desc.tl_name;
+
+    /* The entry of the same transport: its address format is ours. */
+    return !strcmp(e->tl_name, tl_name) &&
+           (e->dev_addr_len == wiface->attr.device_addr_len) &&
+           (e->iface_addr_len == wiface->attr.iface_addr_len) &&
+           uct_iface_is_reachable(wiface->iface, e->dev_addr, e->iface_addr);
+}
+
 const ucp_address_entry_t *
 ucp_worker_iface_reachable_entry(const ucp_worker_iface_t *wiface,
                                  const ucp_unpacked_address_t *addr)
 {
-    const char *tl_name =
-            wiface->worker->context->rscs[wiface->rsc_index].desc.tl_name;
-    const ucp_address_entry_t *e;
     unsigned i;
 
     for (i = 0; i < addr->num_entries; ++i) {
-        e = &addr->entries[i];
-        /* The entry of the same transport: its address format is ours. */
-        if (strcmp(e->tl_name, tl_name) ||
-            (e->dev_addr_len != wiface->attr.device_addr_len) ||
-            (e->iface_addr_len != wiface->attr.iface_addr_len) ||
-            !uct_iface_is_reachable(wiface->iface, e->dev_addr, e->iface_addr)) {
-            continue;
+        if (ucp_worker_iface_reaches(wiface, &addr->entries[i])) {
+            return &addr->entries[i];
         }
-        return e;
     }
     return NULL;
 }

@@ -19,6 +19,14 @@
  * reachable (for cma: the kernel lets us read the peer); else, when its
  * messaging iface is a network device that reads peers' memory itself, the
  * messaging ep is its lane.
+ *
+ * Rails: such an ep may read over more network devices that reach the peer
+ * (UCX_MAX_RNDV_RAILS), each a messaging iface of the same md, so that the
+ * one key the sender packed names the buffer on all of them; each connects
+ * to another entry of the peer's address (another of its interfaces). A
+ * read is split in shares by the devices' bandwidth. A rail that fails
+ * fails its share, and the ep's host lane with it: the data then comes as
+ * messages over the messaging lane, as after any failed read.
  */
 
 #include <ucp/rndv/ucp_rndv_int.h>
@@ -196,6 +204,71 @@ static const ucp_rndv_host_lane_t *ucp_rndv_host_msg_lane(ucp_ep_h ep)
     return &worker->rndv->msg_host_lanes[i];
 }
 
+/* Whether @a e is one of @a num entries in @a used. */
+static int ucp_rndv_host_entry_used(const ucp_address_entry_t *const *used, unsigned num,
+                                    const ucp_address_entry_t *e)
+{
+    unsigned i;
+
+    for (i = 0; i < num; ++i) {
+        if (used[i] == e) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The first entry of @a addr that @a wiface reaches and no lane uses. */
+static const ucp_address_entry_t *
+ucp_rndv_host_rail_entry(const ucp_worker_iface_t *wiface,
+                         const ucp_unpacked_address_t *addr,
+                         const ucp_address_entry_t *const *used, unsigned num_used)
+{
+    const ucp_address_entry_t *e;
+    unsigned i;
+
+    for (i = 0; i < addr->num_entries; ++i) {
+        e = &addr->entries[i];
+        if (!ucp_rndv_host_entry_used(used, num_used, e) &&
+            ucp_worker_iface_reaches(wiface, e)) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/* Slow path (ep creation): connect the rails beside the messaging ep. */
+static void ucp_rndv_host_rails_connect(ucp_ep_h ep, const ucp_unpacked_address_t *addr)
+{
+    ucp_worker_h worker = ep->worker;
+    unsigned max_rails  = worker->context->rndv.max_rails;
+    const ucp_address_entry_t *used[UCP_MAX_RAILS], *e;
+    const ucp_worker_iface_t *wiface;
+    unsigned i, num_used = 0;
+    uct_ep_h uct_ep;
+
+    used[num_used++] = ucp_worker_iface_reachable_entry(ep->wiface, addr);
+    for (i = 0; (i < worker->num_ifaces) && (num_used < max_rails); ++i) {
+        wiface = &worker->ifaces[i];
+        if ((wiface == ep->wiface) ||
+            (worker->rndv->msg_host_lanes[i].md != ep->host_lane->md)) {
+            continue;
+        }
+        e = ucp_rndv_host_rail_entry(wiface, addr, used, num_used);
+        if ((e == NULL) || (ucp_worker_iface_ep_create(wiface, e, &uct_ep) != UCS_OK)) {
+            continue;
+        }
+        ep->host_rails[ep->num_host_rails].ep     = uct_ep;
+        ep->host_rails[ep->num_host_rails].wiface = wiface;
+        ++ep->num_host_rails;
+        used[num_used++] = e;
+        ucs_debug("ucp: ep %p: host rendezvous rail %u over %s/%s (%.1f GB/s)",
+                  (void *)ep, ep->num_host_rails, e->tl_name,
+                  worker->context->rscs[wiface->rsc_index].desc.dev_name,
+                  ucp_rndv_lane_bandwidth(&wiface->attr) / 1e9);
+    }
+}
+
 void ucp_rndv_host_ep_connect(ucp_ep_h ep, const ucp_unpacked_address_t *addr)
 {
     const ucp_worker_iface_t *wiface = &ep->worker->host_rma_iface;
@@ -211,6 +284,7 @@ void ucp_rndv_host_ep_connect(ucp_ep_h ep, const ucp_unpacked_address_t *addr)
         ep->host_lane = ucp_rndv_host_msg_lane(ep);
         if (ep->host_lane != NULL) {
             ep->host_rma_ep = ep->uct_ep;
+            ucp_rndv_host_rails_connect(ep, addr);
         }
     }
     if (ep->host_lane != NULL) {
@@ -225,6 +299,9 @@ void ucp_rndv_host_ep_connect(ucp_ep_h ep, const ucp_unpacked_address_t *addr)
 
 void ucp_rndv_host_ep_cleanup(ucp_ep_h ep)
 {
+    while (ep->num_host_rails > 0) {
+        uct_ep_destroy(ep->host_rails[--ep->num_host_rails].ep);
+    }
     if ((ep->host_rma_ep != NULL) && ep->host_lane->own_eps) {
         uct_ep_destroy(ep->host_rma_ep);
     }
@@ -271,13 +348,86 @@ void ucp_rndv_host_key_release(uct_md_h md, uct_mem_h memh)
     uct_md_mem_dereg(md, memh);
 }
 
+/* How many lanes a read of @a length takes: each share at least the
+ * configured chunk. */
+static unsigned ucp_rndv_host_num_shares(ucp_ep_h ep, size_t length)
+{
+    size_t min_chunk = ep->worker->context->rndv.min_chunk;
+    unsigned num     = 1 + ep->num_host_rails;
+
+    while ((num > 1) && (length / num < min_chunk)) {
+        --num;
+    }
+    return num;
+}
+
+static const ucp_worker_iface_t *ucp_rndv_host_lane_iface(ucp_ep_h ep, unsigned i,
+                                                          uct_ep_h *uct_ep_p)
+{
+    if (i == 0) {
+        *uct_ep_p = ep->host_rma_ep;
+        return ep->host_lane->wiface;
+    }
+    *uct_ep_p = ep->host_rails[i - 1].ep;
+    return ep->host_rails[i - 1].wiface;
+}
+
+/* Start the shares of a read with the unpacked key in @a op; the op's
+ * completion counts one per share in flight and one of ours until all are
+ * started, so that it cannot complete before. */
+static ucs_status_t ucp_rndv_host_get_shares(ucp_rndv_op_t *op, ucp_ep_h ep, void *buffer,
+                                             size_t length, uint64_t remote_addr)
+{
+    unsigned i, num                 = ucp_rndv_host_num_shares(ep, length);
+    double bw[UCP_MAX_RAILS], total = 0;
+    size_t offset = 0, share;
+    ucs_status_t status;
+    uct_ep_h uct_ep;
+    uct_iov_t iov;
+
+    for (i = 0; i < num; ++i) {
+        bw[i] = ucp_rndv_lane_bandwidth(&ucp_rndv_host_lane_iface(ep, i, &uct_ep)->attr);
+        total += bw[i];
+    }
+    op->comp.count = num + 1;
+    iov.memh       = UCT_MEM_HANDLE_NULL;
+    iov.stride     = 0;
+    iov.count      = 1;
+    for (i = 0; i < num; ++i) {
+        ucp_rndv_host_lane_iface(ep, i, &uct_ep);
+        share      = (i + 1 == num) ? length - offset
+                     : (total > 0) ? ucs_max((size_t)(length * (bw[i] / total)), (size_t)1)
+                                   : length / num;
+        iov.buffer = UCS_PTR_BYTE_OFFSET(buffer, offset);
+        iov.length = share;
+        status = uct_ep_get_zcopy(uct_ep, &iov, 1, remote_addr + offset, op->rkey.rkey,
+                                  &op->comp);
+        ucs_trace_req("ucp: host rendezvous get of %zu bytes from 0x%llx, lane %u of "
+                      "%u: %s",
+                      share, (unsigned long long)(remote_addr + offset), i, num,
+                      ucs_status_string(status));
+        if (status == UCS_OK) {
+            --op->comp.count;
+        } else if (UCS_STATUS_IS_ERR(status)) {
+            if (i == 0) {
+                return ucp_rndv_op_started(op, status);
+            }
+            /* Shares in flight complete the op with this error. */
+            op->comp.status = status;
+            op->comp.count -= num - i;
+            break;
+        }
+        offset += share;
+    }
+    return ucp_rndv_op_started(op, (--op->comp.count == 0) ? UCS_OK : UCS_INPROGRESS);
+}
+
 ucs_status_t ucp_rndv_host_get(ucp_rndv_op_t *op, ucp_ep_h ep, void *buffer,
                                size_t length, uint64_t remote_addr, const void *key,
                                size_t key_len)
 {
     const ucp_rndv_host_lane_t *lane = ep->host_lane;
     ucs_status_t status;
-    uct_iov_t iov;
 
     /* Both sides choose their lane by the same rule, but each from what it
      * reaches: a key of another transport is told apart by its size (and
@@ -296,14 +446,5 @@ ucs_status_t ucp_rndv_host_get(ucp_rndv_op_t *op, ucp_ep_h ep, void *buffer,
         return UCS_ERR_UNREACHABLE;
     }
     op->rkey_component = lane->component;
-    iov.buffer = buffer;
-    iov.length = length;
-    iov.memh   = UCT_MEM_HANDLE_NULL;
-    iov.stride = 0;
-    iov.count  = 1;
-    status = uct_ep_get_zcopy(ep->host_rma_ep, &iov, 1, remote_addr, op->rkey.rkey,
-                              &op->comp);
-    ucs_trace_req("ucp: host rendezvous get of %zu bytes from 0x%llx: %s", length,
-                  (unsigned long long)remote_addr, ucs_status_string(status));
-    return ucp_rndv_op_started(op, status);
+    return ucp_rndv_host_get_shares(op, ep, buffer, length, remote_addr);
 }

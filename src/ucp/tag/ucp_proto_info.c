@@ -99,6 +99,13 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
                "sender's buffer over %s/%s%s (UCX_RNDV_HOST_GET_MAX)\n",
                cfg->host_get_max, hrsc->desc.tl_name, hrsc->desc.dev_name,
                ep->host_lane->own_eps ? "" : ", its messaging connection");
+        for (unsigned i = 0; i < ep->num_host_rails; ++i) {
+            hrsc = &ep->worker->context->rscs[ep->host_rails[i].wiface->rsc_index];
+            printf("| %-15s | rail %u: %s/%s, a share by bandwidth of reads from %zu B "
+                   "(UCX_MAX_RNDV_RAILS, UCX_MIN_RNDV_CHUNK_SIZE)\n",
+                   "", i + 1, hrsc->desc.tl_name, hrsc->desc.dev_name,
+                   (i + 2) * cfg->min_chunk);
+        }
     } else {
         printf("| rndv host     | host to host: data messages (no transport reads "
                "the peer's host memory)\n");
