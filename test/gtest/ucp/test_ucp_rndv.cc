@@ -404,6 +404,62 @@ TEST(test_ucp_rndv_host_lane, above_the_get_max_tcp_sends_eagerly_by_the_model)
                       [&](oob_channel &ch) { side(ch, false); }, 120);
 }
 
+/* The tcp devices of @a ep's lanes, in ucp_ep_query() order. */
+std::vector<std::string> ep_devices(ucp_ep_h ep)
+{
+    ucp_transport_entry_t entries[8];
+    ucp_ep_attr_t attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask             = UCP_EP_ATTR_FIELD_TRANSPORTS;
+    attr.transports.entries     = entries;
+    attr.transports.num_entries = 8;
+    attr.transports.entry_size  = sizeof(entries[0]);
+    EXPECT_EQ(UCS_OK, ucp_ep_query(ep, &attr));
+    std::vector<std::string> devs;
+    for (unsigned i = 0; i < attr.transports.num_entries; ++i) {
+        devs.push_back(entries[i].device_name);
+    }
+    return devs;
+}
+
+/* Two tcp devices reach the peer (lo and this machine's own interface):
+ * reads of 2 x UCX_MIN_RNDV_CHUNK_SIZE and more split over both, every byte
+ * lands where it belongs, with shares of uneven sizes; with
+ * UCX_MAX_RNDV_RAILS=1 the ep has one lane. */
+TEST(test_ucp_rndv_host_lane, reads_split_over_two_tcp_devices_arrive_intact)
+{
+    const std::vector<size_t> sizes = {65535,  65536,   131071, 131072,
+                                       131073, 1000003, 4 << 20};
+    {
+        ucp_entity a("tcp"), b("tcp");
+        ucp_ep_h ep                   = a.connect(b.address());
+        std::vector<std::string> devs = ep_devices(ep);
+        a.close(ep);
+        if ((devs.size() != 2) || (devs[0] == devs[1])) {
+            GTEST_SKIP() << "one tcp device reaches a peer on this machine ("
+                         << devs.size() << " lanes): nothing to split over";
+        }
+    }
+    for (const char *rails : {"2", "1"}) {
+        auto side = [&](oob_channel &ch, bool sender) {
+            scoped_setenv r("UCX_MAX_RNDV_RAILS", rails);
+            scoped_setenv chunk("UCX_MIN_RNDV_CHUNK_SIZE", "64k");
+            scoped_setenv thresh("UCX_RNDV_THRESH", "32k");
+            ucp_entity e("tcp");
+            ucp_ep_h ep = exchange(e, ch);
+            EXPECT_EQ(strcmp(rails, "1") ? 2u : 1u, ep_devices(ep).size()) << rails;
+            transfer_sizes(e, ep, sizes, sender);
+            if (sender) {
+                EXPECT_EQ(sizes.size(),
+                          rndv_count(e.worker(), UCP_PROTO_STAT_RNDV_HOST_GET));
+            }
+            finish(e, ep, ch);
+        };
+        run_two_processes([&](oob_channel &ch) { side(ch, true); },
+                          [&](oob_channel &ch) { side(ch, false); }, 120);
+    }
+}
+
 /* Over tcp the receiver reads the sender's buffer: a sender that dies in the
  * middle of that read fails the receive (no hang, no data claimed). */
 TEST(test_ucp_rndv_host_lane, a_sender_dying_mid_read_over_tcp_fails_the_receive)
