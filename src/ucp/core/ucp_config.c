@@ -111,19 +111,22 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "0 disables. Applies when UCX_RNDV_FRAG_MEM_TYPE(S) are auto.",
      offsetof(ucp_config_t, rndv_same_gpu_host_max), UCS_CONFIG_TYPE_SIZE},
 
-    {"RNDV_HOST_GET_MAX", "4M",
-     "Largest host -> host rendezvous message the receiver reads in one piece\n"
-     "over a transport that reads the peer's host memory (cma on one host, tcp\n"
-     "between hosts). A cma read runs on the receiver's core alone, while data\n"
-     "messages copy on both\n"
-     "processes' cores: past the caches the two cores win (64 MiB, H200 host:\n"
-     "3.5-4.4 GB/s read against 5.2-6.6 GB/s as messages; 16 MiB, 2-core VM:\n"
-     "6.5-6.8 against 8.5-9.5). Over tcp between two emulated hosts (2-core\n"
-     "VM), Sendrecv of 16 MiB kept 0.90x upstream's bandwidth with this bound\n"
-     "and 0.75x without. Larger messages take the pipeline of data\n"
-     "messages. 0: never read.",
+    {"RNDV_HOST_GET_MAX", "auto",
+     "Largest host -> host rendezvous message the receiver reads over a\n"
+     "transport that reads the peer's host memory (cma on one host, tcp\n"
+     "between hosts); larger ones go as the model chooses without reading\n"
+     "(eager over tcp) or as the pipeline of data messages. auto: 4M over one\n"
+     "lane, no bound for an ep that reads over two or more rails\n"
+     "(UCX_MAX_RNDV_RAILS). A cma read runs on the receiver's core alone, while\n"
+     "data messages copy on both processes' cores: past the caches the two\n"
+     "cores win (64 MiB, H200 host: 3.5-4.4 GB/s read against 5.2-6.6 GB/s as\n"
+     "messages; 16 MiB, 2-core VM: 6.5-6.8 against 8.5-9.5). Over tcp between\n"
+     "two emulated hosts (2-core VM), Sendrecv of 16 MiB kept 0.90x upstream's\n"
+     "bandwidth with the bound and 0.75x without; over two rails, reads of\n"
+     "16 MiB ran at 2x eager's bandwidth on links of 2 Gbit/s and 1.1x on\n"
+     "unshaped ones. 0: never read.",
      offsetof(ucp_config_t, rndv_host_get_max),
-     UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF)},
+     UCS_CONFIG_TYPE_SIZE_EX(UCS_CONFIG_PARSE_INF | UCS_CONFIG_PARSE_AUTO)},
 
     {"RNDV_FRAG_MEM_TYPE", "auto",
      "Memory of the pipeline's staging fragments: cuda (device memory\n"

@@ -71,6 +71,9 @@ struct ucp_config {
     unsigned                max_eager_rails;    /**< UCX_MAX_EAGER_RAILS */
 };
 
+/** UCX_RNDV_HOST_GET_MAX=auto over one lane. */
+#define UCP_RNDV_HOST_GET_MAX_ONE_LANE (4ul << 20)
+
 /** Upper bound of UCX_MAX_RNDV_RAILS and UCX_MAX_EAGER_RAILS (upstream's). */
 #define UCP_MAX_RAILS 4
 
@@ -83,7 +86,9 @@ typedef struct ucp_rndv_config {
     size_t               same_gpu_host_max; /**< same GPU, neither buffer
                                               exportable: host staging up to
                                               this size (0: never) */
-    size_t               host_get_max;  /**< host -> host reads up to this size */
+    size_t               host_get_max;  /**< host -> host reads up to this size;
+                                             UCS_MEMUNITS_AUTO: see
+                                             ucp_rndv_host_get_max() */
     unsigned             max_rails;     /**< lanes one host read splits over */
     size_t               min_chunk;     /**< least bytes of a read per rail */
     size_t               frag_size[UCS_MEMORY_TYPE_LAST];

@@ -255,7 +255,7 @@ void ucp_rndv_ep_set_thresh(ucp_ep_h ep)
     ep->rndv_host_after_get = 0;
     if ((ep->host_rma_ep != NULL) && (cfg->thresh == UCS_MEMUNITS_AUTO)) {
         ucp_rndv_ep_model_thresh(ep, 0, without);
-        ep->rndv_host_get_max   = cfg->host_get_max;
+        ep->rndv_host_get_max   = ucp_rndv_host_get_max(ep);
         ep->rndv_host_after_get = ucs_max(without[UCP_RNDV_KIND_HOST],
                                           ep->rndv_thresh[UCP_RNDV_KIND_HOST]);
     }

@@ -338,6 +338,9 @@ size_t ucp_rndv_host_key_size(ucp_ep_h ep);
 ucs_status_t ucp_rndv_host_key_pack(ucp_ep_h ep, void *buffer, size_t length,
                                     uct_md_h *md_p, uct_mem_h *memh_p, void *key);
 void ucp_rndv_host_key_release(uct_md_h md, uct_mem_h memh);
+/** The largest host message @a ep reads (UCX_RNDV_HOST_GET_MAX, auto
+ *  resolved by its rails); valid with a host lane. */
+size_t ucp_rndv_host_get_max(ucp_ep_h ep);
 /** Whether a get of @a length bytes over @a ep's host lane is allowed. */
 int ucp_rndv_host_get_fits(ucp_ep_h ep, size_t length);
 /** Read [remote_addr, +length) of @a ep's peer, named by @a key, into

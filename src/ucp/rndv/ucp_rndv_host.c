@@ -314,10 +314,22 @@ size_t ucp_rndv_host_key_size(ucp_ep_h ep)
     return (ep->host_rma_ep != NULL) ? ep->host_lane->key_size : 0;
 }
 
+size_t ucp_rndv_host_get_max(ucp_ep_h ep)
+{
+    size_t max = ep->worker->context->rndv.host_get_max;
+
+    if (max != UCS_MEMUNITS_AUTO) {
+        return max;
+    }
+    /* Measured (docs/multi-node.md): over one lane a read above 4 MiB lost
+     * to eager in Sendrecv; over two rails it gains what the second link
+     * adds, and equals eager where the CPU is the limit. */
+    return (ep->num_host_rails > 0) ? SIZE_MAX : UCP_RNDV_HOST_GET_MAX_ONE_LANE;
+}
+
 int ucp_rndv_host_get_fits(ucp_ep_h ep, size_t length)
 {
-    return (ep->host_rma_ep != NULL) &&
-           (length <= ep->worker->context->rndv.host_get_max) &&
+    return (ep->host_rma_ep != NULL) && (length <= ucp_rndv_host_get_max(ep)) &&
            (length <= ep->host_lane->wiface->attr.cap.get.max_zcopy);
 }
 

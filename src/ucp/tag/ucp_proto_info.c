@@ -95,9 +95,13 @@ static void ucp_proto_info_print_rndv(ucp_ep_h ep)
     if (ep->host_rma_ep != NULL) {
         const ucp_tl_rsc_t *hrsc =
                 &ep->worker->context->rscs[ep->host_lane->wiface->rsc_index];
-        printf("| rndv host     | host to host up to %zu B: the receiver reads the "
+        char upto[48] = "";
+        if (ucp_rndv_host_get_max(ep) < SIZE_MAX) {
+            snprintf(upto, sizeof(upto), " up to %zu B", ucp_rndv_host_get_max(ep));
+        }
+        printf("| rndv host     | host to host%s: the receiver reads the "
                "sender's buffer over %s/%s%s (UCX_RNDV_HOST_GET_MAX)\n",
-               cfg->host_get_max, hrsc->desc.tl_name, hrsc->desc.dev_name,
+               upto, hrsc->desc.tl_name, hrsc->desc.dev_name,
                ep->host_lane->own_eps ? "" : ", its messaging connection");
         for (unsigned i = 0; i < ep->num_host_rails; ++i) {
             hrsc = &ep->worker->context->rscs[ep->host_rails[i].wiface->rsc_index];
