@@ -22,7 +22,8 @@
 #   16777216,67108864), UP_TLS (tcp,self), TESTS (lat,bw,sendrecv,allreduce,
 #   alltoall: the 2-rank jobs; the 4-rank jobs run when allreduce or alltoall
 #   is listed), OURS_ENV (VAR=value ... passed to our ranks only, to try a
-#   UCX_* setting against the same run's upstream)
+#   UCX_* setting against the same run's upstream), NETS (1; 2: a second
+#   interface per host on its own network)
 # Needs root, iproute2, util-linux, Open MPI (mpicc, mpirun) and Debian's
 # libucx0 (which Open MPI's pml ucx loads when ours is not first on the path).
 set -uo pipefail
@@ -41,6 +42,11 @@ coll=$(echo ",$tests," | grep -oE ',(allreduce|alltoall)' | tr -d '\n' | sed 's/
 nh_init m$$
 work=$nh_dir
 nh_mpi_setup || exit 1
+# NETS=2: h1 and h2 also on a second network (eth1, 198.51.100.0/24), which
+# only the ranks' UCX uses (rails: UCX_MAX_RNDV_RAILS).
+if [ "${NETS:-1}" = 2 ]; then
+    { nh_net b 198.51.100 - && nh_attach h1 b eth1 2 && nh_attach h2 b eth1 3; } || exit 1
+fi
 hosts=("${nh_mpi_hosts[@]}")
 libs=$(ompi_our_libs "$build")
 mpicc -O2 -o "$work/mpi_hostbench" "$src/test/mpi/mpi_hostbench.c" || exit 1

@@ -14,7 +14,8 @@
 #
 # usage: contrib/netns-rails-bench.sh [BUILD_DIR]   (default: build-release)
 # environment: RATE (""), SIZES (262144,1048576,4194304), REPS (3, median
-#   shown), N (iterations per size: 100)
+#   shown), N (iterations per size: 100), OURS_ENV (VAR=value ... for every
+#   row of ours, to try a setting against the same run's upstream)
 # Needs root, iproute2 (ip, tc), util-linux, Debian's ucx-utils for the
 # upstream row (skipped, and said so, without /usr/bin/ucx_perftest).
 set -uo pipefail
@@ -24,6 +25,7 @@ rate=${RATE:-}
 sizes=${SIZES:-262144,1048576,4194304}
 reps=${REPS:-3}
 iters=${N:-100}
+read -ra ours_env <<<"${OURS_ENV:-}"
 perf=$build/src/tools/perf/ucx_perftest
 [ -x "$perf" ] || { echo "no $perf: build first" >&2; exit 1; }
 
@@ -44,12 +46,12 @@ done
 port=25000
 # one WHO SIZE -> MB/s of one client/server tag_bw run
 one() {
-    local who=$1 size=$2 p=$perf env=()
+    local who=$1 size=$2 p=$perf env=("${ours_env[@]}")
     port=$((port + 1))
     case $who in
     ours) ;;
-    rails1) env=(UCX_MAX_RNDV_RAILS=1) ;;
-    eth0) env=(UCX_NET_DEVICES=eth0) ;;
+    rails1) env+=(UCX_MAX_RNDV_RAILS=1) ;;
+    eth0) env+=(UCX_NET_DEVICES=eth0) ;;
     upstream) p=/usr/bin/ucx_perftest env=(UCX_TLS=tcp) ;;
     esac
     nh_exec h1 env "${env[@]}" taskset -c 0 "$p" -p $port -t tag_bw -s "$size" \
@@ -66,7 +68,7 @@ whos=(ours rails1 eth0)
 [ -x /usr/bin/ucx_perftest ] && whos+=(upstream) ||
     echo "(no /usr/bin/ucx_perftest: apt-get install ucx-utils for the upstream row)"
 echo "tag_bw MB/s between two emulated hosts, 2 interfaces each, rate per" \
-     "interface: ${rate:-unshaped}; median of $reps"
+     "interface: ${rate:-unshaped}; median of $reps${OURS_ENV:+; ours with $OURS_ENV}"
 printf '| %-9s |' size; for w in "${whos[@]}"; do printf ' %-9s |' "$w"; done
 printf ' %-12s |\n' "ours/eth0"
 for s in ${sizes//,/ }; do
