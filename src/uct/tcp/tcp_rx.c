@@ -8,6 +8,7 @@
 #include "tcp_wire.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/sys.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,28 @@ static ucs_status_t uct_tcp_rx_conn_check_hello(uct_tcp_rx_conn_t *conn)
     return UCS_OK;
 }
 
+/*
+ * Messages and their answers travel on two connections (ours to the peer,
+ * the peer's to us), so what this socket receives is never answered on it
+ * and Linux acknowledges every small read at once: one more packet per
+ * message for both kernels, ~0.5 us each way over loopback. In the mode
+ * it keeps for sockets that answer, the kernel acknowledges on its timer
+ * or after a full segment instead (bulk data still gets an ack every two
+ * segments). It leaves that mode when such a timer fires (an idle
+ * connection), hence the renewal, at most once a millisecond of reads.
+ */
+#define UCT_TCP_RX_DELAY_ACKS_NS 1000000ull
+
+static inline void uct_tcp_rx_conn_delay_acks(uct_tcp_rx_conn_t *conn)
+{
+    uint64_t now = ucs_get_time_ns();
+
+    if (now - conn->acks_delayed_ns >= UCT_TCP_RX_DELAY_ACKS_NS) {
+        conn->acks_delayed_ns = now;
+        uct_tcp_sock_delay_acks(conn->watch.fd);
+    }
+}
+
 unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn)
 {
     ucs_status_t status;
@@ -271,6 +294,7 @@ unsigned uct_tcp_rx_conn_progress(uct_tcp_rx_conn_t *conn)
     }
 
     conn->tail += recvd;
+    uct_tcp_rx_conn_delay_acks(conn);
     if (!conn->hello_done) {
         status = uct_tcp_rx_conn_check_hello(conn);
         if (status == UCS_INPROGRESS) {

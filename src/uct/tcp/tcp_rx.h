@@ -62,6 +62,7 @@ typedef struct uct_tcp_rx_conn {
     ucs_queue_head_t   responses;
     uint64_t           unacked_since_ns; /**< first stall check that saw
                                               response data stuck, or 0 */
+    uint64_t acks_delayed_ns;            /**< last uct_tcp_sock_delay_acks() */
 } uct_tcp_rx_conn_t;
 
 /**

@@ -84,6 +84,13 @@ unsigned uct_tcp_sock_unacked_ms(int fd)
     return ucs_max(info.tcpi_last_ack_recv, 1u);
 }
 
+void uct_tcp_sock_delay_acks(int fd)
+{
+    int zero = 0;
+
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero));
+}
+
 /* Buffer sizes are only set when configured: a fixed SO_SNDBUF turns off the
  * kernel's auto-tuning, which is usually the better choice. Failures are
  * reported but not fatal, since the socket still works with the defaults. */

@@ -125,6 +125,14 @@ ucs_status_t uct_tcp_sock_recv(int fd, void *buf, size_t length, size_t *recvd_p
  */
 unsigned uct_tcp_sock_unacked_ms(int fd);
 
+/**
+ * Let the kernel delay the acknowledgements of what @a fd receives
+ * (TCP_QUICKACK 0: the mode Linux keeps for a socket that answers its
+ * peer). The kernel leaves that mode after a delayed acknowledgement timed
+ * out, so callers repeat it now and then.
+ */
+void uct_tcp_sock_delay_acks(int fd);
+
 END_C_DECLS
 
 #endif
