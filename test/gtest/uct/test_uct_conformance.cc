@@ -1,6 +1,8 @@
 /*
  * The UCT contract, run over every transport and device this build offers
- * (self, posix, cma, tcp on each interface; the CUDA suite adds its own):
+ * (self, posix, cma, tcp on each interface). Not in gtest_cuda: its ifaces
+ * open in the test process, and a process that initialised CUDA cannot
+ * fork children that use it (the two-process CUDA suites):
  * what an iface reports agrees with what its operations do. Each test asks
  * the iface for a capability and checks its behaviour where advertised and
  * its refusal (UCS_ERR_UNSUPPORTED) where not; a test for a capability the
