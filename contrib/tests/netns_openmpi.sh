@@ -11,15 +11,8 @@
 set -uo pipefail
 src=${SRC_DIR:?SRC_DIR not set}
 build=$(realpath "${BUILD_DIR:?BUILD_DIR not set}")
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
-    echo "SKIPPED: needs root and iproute2 (ip netns)"
-    exit 77
-fi
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-    echo "SKIPPED: Open MPI (openmpi-bin, libopenmpi-dev) is not installed"
-    exit 77
-fi
 . "$src/contrib/tests/lib/ompi.sh"
+ompi_require_netns
 ompi_skip_instrumented "$build"
 
 . "$src/contrib/netns-hosts.sh"

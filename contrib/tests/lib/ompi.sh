@@ -20,3 +20,16 @@ ompi_root_args=()
 ompi_our_libs() { # BUILD_DIR
     echo "$1/src/ucp/.libs:$1/src/uct/.libs:$1/src/ucs/.libs:$1/src/ucm/.libs"
 }
+
+# Exit 77 (skip, visibly) unless this machine can make emulated hosts (root,
+# iproute2) and build and launch Open MPI jobs.
+ompi_require_netns() {
+    if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
+        echo "SKIPPED: needs root and iproute2 (ip netns)"
+        exit 77
+    fi
+    if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+        echo "SKIPPED: Open MPI (openmpi-bin, libopenmpi-dev) is not installed"
+        exit 77
+    fi
+}

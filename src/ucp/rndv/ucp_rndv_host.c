@@ -373,15 +373,14 @@ static unsigned ucp_rndv_host_num_shares(ucp_ep_h ep, size_t length)
     return num;
 }
 
-static const ucp_worker_iface_t *ucp_rndv_host_lane_iface(ucp_ep_h ep, unsigned i,
-                                                          uct_ep_h *uct_ep_p)
+/* Lane @a i of @a ep's host reads: 0 the host lane, then the rails. */
+static uct_ep_h ucp_rndv_host_lane_ep(ucp_ep_h ep, unsigned i, double *bw_p)
 {
-    if (i == 0) {
-        *uct_ep_p = ep->host_rma_ep;
-        return ep->host_lane->wiface;
-    }
-    *uct_ep_p = ep->host_rails[i - 1].ep;
-    return ep->host_rails[i - 1].wiface;
+    const ucp_worker_iface_t *wiface =
+        (i == 0) ? ep->host_lane->wiface : ep->host_rails[i - 1].wiface;
+
+    *bw_p = ucp_rndv_lane_bandwidth(&wiface->attr);
+    return (i == 0) ? ep->host_rma_ep : ep->host_rails[i - 1].ep;
 }
 
 /* Start the shares of a read with the unpacked key in @a op; the op's
@@ -392,13 +391,13 @@ static ucs_status_t ucp_rndv_host_get_shares(ucp_rndv_op_t *op, ucp_ep_h ep, voi
 {
     unsigned i, num                 = ucp_rndv_host_num_shares(ep, length);
     double bw[UCP_MAX_RAILS], total = 0;
+    uct_ep_h uct_eps[UCP_MAX_RAILS];
     size_t offset = 0, share;
     ucs_status_t status;
-    uct_ep_h uct_ep;
     uct_iov_t iov;
 
     for (i = 0; i < num; ++i) {
-        bw[i] = ucp_rndv_lane_bandwidth(&ucp_rndv_host_lane_iface(ep, i, &uct_ep)->attr);
+        uct_eps[i] = ucp_rndv_host_lane_ep(ep, i, &bw[i]);
         total += bw[i];
     }
     op->comp.count = num + 1;
@@ -406,14 +405,13 @@ static ucs_status_t ucp_rndv_host_get_shares(ucp_rndv_op_t *op, ucp_ep_h ep, voi
     iov.stride     = 0;
     iov.count      = 1;
     for (i = 0; i < num; ++i) {
-        ucp_rndv_host_lane_iface(ep, i, &uct_ep);
         share      = (i + 1 == num) ? length - offset
                      : (total > 0) ? ucs_max((size_t)(length * (bw[i] / total)), (size_t)1)
                                    : length / num;
         iov.buffer = UCS_PTR_BYTE_OFFSET(buffer, offset);
         iov.length = share;
-        status = uct_ep_get_zcopy(uct_ep, &iov, 1, remote_addr + offset, op->rkey.rkey,
-                                  &op->comp);
+        status     = uct_ep_get_zcopy(uct_eps[i], &iov, 1, remote_addr + offset,
+                                      op->rkey.rkey, &op->comp);
         ucs_trace_req("ucp: host rendezvous get of %zu bytes from 0x%llx, lane %u of "
                       "%u: %s",
                       share, (unsigned long long)(remote_addr + offset), i, num,

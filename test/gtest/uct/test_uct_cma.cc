@@ -19,15 +19,6 @@ using namespace ucx_test;
 
 namespace {
 
-std::string pattern_string(uint64_t seed, size_t length)
-{
-    std::string s(length, '\0');
-    for (size_t i = 0; i < length; ++i) {
-        s[i] = (char)uct_test_buffer::pattern(seed, i);
-    }
-    return s;
-}
-
 bool cma_resource(uct_resource &res)
 {
     std::vector<uct_resource> all = uct_enum_resources("cma", "memory");
@@ -46,7 +37,8 @@ struct cma_owner {
     std::string     key;
 
     cma_owner(uct_test_entity &entity, size_t length, uint64_t seed)
-        : e(entity), mem(pattern_string(seed, length)), key(entity.md_attr().rkey_packed_size, '\0')
+        : e(entity), mem(uct_test_pattern_string(seed, length)),
+          key(entity.md_attr().rkey_packed_size, '\0')
     {
         uct_mem_h memh;
         EXPECT_EQ(UCS_OK, uct_md_mem_reg(e.md(), &mem[0], length, 0, &memh));
@@ -118,7 +110,7 @@ TEST_F(test_uct_cma, get_and_put_move_contiguous_and_strided_blocks_between_proc
             std::string got(length, '\0');
             uct_iov_t iov = {&got[0], length, NULL, 0, 1};
             ASSERT_UCS_OK(uct_ep_get_zcopy(ep, &iov, 1, remote, rkey.rkey(), NULL));
-            EXPECT_TRUE(pattern_string(7, length) == got);
+            EXPECT_TRUE(uct_test_pattern_string(7, length) == got);
 
             /* 100 bytes into every 4th of 16 slots of 400 bytes, then a second
              * element: the remote side is one contiguous range. */
@@ -126,7 +118,8 @@ TEST_F(test_uct_cma, get_and_put_move_contiguous_and_strided_blocks_between_proc
             uct_iov_t siov[2] = {{&strided[0], 100, NULL, 400, 16},
                                  {&tail[0], tail.size(), NULL, 0, 1}};
             ASSERT_UCS_OK(uct_ep_get_zcopy(ep, siov, 2, remote + 10, rkey.rkey(), NULL));
-            std::string expected = pattern_string(7, length).substr(10, 1600 + 5000);
+            std::string expected =
+                uct_test_pattern_string(7, length).substr(10, 1600 + 5000);
             for (size_t i = 0; i < 16; ++i) {
                 EXPECT_EQ(expected.substr(i * 100, 100), strided.substr(i * 400, 100))
                         << "block " << i;
@@ -135,7 +128,8 @@ TEST_F(test_uct_cma, get_and_put_move_contiguous_and_strided_blocks_between_proc
             EXPECT_EQ(expected.substr(1600), tail);
 
             /* Write two ranges; the owner checks. */
-            std::string a = pattern_string(8, 4096), b = pattern_string(9, 300000);
+            std::string a     = uct_test_pattern_string(8, 4096),
+                        b     = uct_test_pattern_string(9, 300000);
             uct_iov_t piov[2] = {{&a[0], a.size(), NULL, 0, 1}, {&b[0], b.size(), NULL, 0, 1}};
             ASSERT_UCS_OK(uct_ep_put_zcopy(ep, piov, 2, remote + 100, rkey.rkey(), NULL));
             e.flush_ep(ep);
@@ -148,10 +142,11 @@ TEST_F(test_uct_cma, get_and_put_move_contiguous_and_strided_blocks_between_proc
             cma_owner owner(e, length, 7);
             ASSERT_TRUE(owner.send(ch));
             ASSERT_TRUE(ch.barrier());
-            std::string orig = pattern_string(7, length);
+            std::string orig = uct_test_pattern_string(7, length);
             EXPECT_TRUE(orig.substr(0, 100) == owner.mem.substr(0, 100));
-            EXPECT_TRUE(pattern_string(8, 4096) == owner.mem.substr(100, 4096));
-            EXPECT_TRUE(pattern_string(9, 300000) == owner.mem.substr(4196, 300000));
+            EXPECT_TRUE(uct_test_pattern_string(8, 4096) == owner.mem.substr(100, 4096));
+            EXPECT_TRUE(uct_test_pattern_string(9, 300000) ==
+                        owner.mem.substr(4196, 300000));
             EXPECT_TRUE(orig.substr(304196) == owner.mem.substr(304196));
             ASSERT_TRUE(ch.barrier());
         });
@@ -222,7 +217,7 @@ TEST_F(test_uct_cma, a_peer_that_has_died_fails_the_read_with_connection_reset)
             std::string buf(64, '\0');
             uct_iov_t iov = {&buf[0], 64, NULL, 0, 1};
             ASSERT_UCS_OK(uct_ep_get_zcopy(ep, &iov, 1, remote, rkey.rkey(), NULL));
-            EXPECT_TRUE(pattern_string(3, 64) == buf);
+            EXPECT_TRUE(uct_test_pattern_string(3, 64) == buf);
             ASSERT_TRUE(ch.barrier()); /* the owner is killed and reaped */
             ASSERT_TRUE(ch.barrier());
             EXPECT_EQ(UCS_ERR_CONNECTION_RESET,

@@ -49,6 +49,17 @@ class test_uct_conformance : public uct_test
         return status;
     }
 
+    /* retry() of a bcopy operation: its length or status. */
+    ssize_t retry_bcopy(const std::function<ssize_t()> &op)
+    {
+        ssize_t ret = UCS_ERR_NO_RESOURCE;
+        progress_until([&] {
+            ret = op();
+            return ret != UCS_ERR_NO_RESOURCE;
+        });
+        return ret;
+    }
+
     /* Wait for an operation that returned @a status with @a comp. */
     void complete(ucs_status_t status, uct_test_completion &comp, const char *what)
     {
@@ -70,15 +81,6 @@ class test_uct_conformance : public uct_test
         return sizes;
     }
 
-    static std::string pattern_string(size_t length, uint64_t seed)
-    {
-        std::string s(length, '\0');
-        for (size_t i = 0; i < length; ++i) {
-            s[i] = (char)uct_test_buffer::pattern(seed, i);
-        }
-        return s;
-    }
-
     /* Whether a remote key of @a e's md can name its host buffers. */
     static bool rma_on_host(const uct_test_entity &e)
     {
@@ -91,17 +93,6 @@ class test_uct_conformance : public uct_test
     uct_test_entity *m_a = NULL, *m_b = NULL;
     uct_ep_h m_ab = NULL, m_ba = NULL;
 };
-
-struct string_arg {
-    const std::string *data;
-};
-
-size_t pack_string(void *dest, void *arg)
-{
-    const std::string *data = static_cast<string_arg *>(arg)->data;
-    memcpy(dest, data->data(), data->size());
-    return data->size();
-}
 
 void unpack_to(void *arg, const void *data, size_t length)
 {
@@ -234,7 +225,7 @@ TEST_P(test_uct_conformance, am_short_of_every_size_arrives_intact_in_order)
     am_recorder rec(*m_b, 3);
 
     for (size_t i = 0; i < sizes.size(); ++i) {
-        std::string payload = pattern_string(sizes[i], i);
+        std::string payload = uct_test_pattern_string(i, sizes[i]);
         ASSERT_UCS_OK(retry([&] {
             return uct_ep_am_short(m_ab, 3, 1000 + i, payload.data(),
                                    (unsigned)payload.size());
@@ -248,7 +239,8 @@ TEST_P(test_uct_conformance, am_short_of_every_size_arrives_intact_in_order)
         uint64_t hdr;
         memcpy(&hdr, got.data(), sizeof(hdr));
         EXPECT_EQ(1000 + i, hdr) << "message " << i << " out of order";
-        EXPECT_EQ(pattern_string(sizes[i], i), got.substr(sizeof(hdr))) << sizes[i];
+        EXPECT_EQ(uct_test_pattern_string(i, sizes[i]), got.substr(sizeof(hdr)))
+            << sizes[i];
     }
 }
 
@@ -259,19 +251,17 @@ TEST_P(test_uct_conformance, am_bcopy_of_every_size_arrives_intact_in_order)
     am_recorder rec(*m_b, 4);
 
     for (size_t i = 0; i < sizes.size(); ++i) {
-        std::string payload = pattern_string(sizes[i], i);
-        string_arg arg      = {&payload};
-        ssize_t packed      = UCS_ERR_NO_RESOURCE;
-        progress_until([&] {
-            packed = uct_ep_am_bcopy(m_ab, 4, pack_string, &arg, 0);
-            return packed != UCS_ERR_NO_RESOURCE;
-        });
-        ASSERT_EQ((ssize_t)sizes[i], packed) << "size " << sizes[i];
+        std::string payload   = uct_test_pattern_string(i, sizes[i]);
+        uct_test_pack_arg arg = {&payload};
+        ASSERT_EQ((ssize_t)sizes[i], retry_bcopy([&] {
+                      return uct_ep_am_bcopy(m_ab, 4, uct_test_pack_string, &arg, 0);
+                  }))
+            << "size " << sizes[i];
     }
     ASSERT_TRUE(progress_until([&] { return rec.count() == sizes.size(); }))
         << rec.count() << " of " << sizes.size();
     for (size_t i = 0; i < sizes.size(); ++i) {
-        EXPECT_EQ(pattern_string(sizes[i], i), rec.msg(i).data)
+        EXPECT_EQ(uct_test_pattern_string(i, sizes[i]), rec.msg(i).data)
             << "message " << i << " (" << sizes[i] << " B) out of order or damaged";
     }
 }
@@ -281,7 +271,7 @@ TEST_P(test_uct_conformance, am_zcopy_header_and_payload_arrive_intact)
     SKIP_UNLESS_CAP(UCT_IFACE_FLAG_AM_ZCOPY, "am_zcopy");
     const uct_iface_attr_t &attr = m_a->iface_attr();
     size_t len = std::min<size_t>(attr.cap.am.max_zcopy - attr.cap.am.max_hdr, 1 << 16);
-    std::string hdr = pattern_string(attr.cap.am.max_hdr, 77);
+    std::string hdr = uct_test_pattern_string(77, attr.cap.am.max_hdr);
     uct_test_buffer buf(*m_a, len);
     buf.fill(5);
     am_recorder rec(*m_b, 5);
@@ -326,14 +316,11 @@ TEST_P(test_uct_conformance, put_writes_registered_memory_of_the_peer)
     if (attr.cap.flags & UCT_IFACE_FLAG_PUT_BCOPY) {
         size_t n = std::min<size_t>(attr.cap.put.max_bcopy, 4096);
         std::string data((const char *)src.ptr() + off, n);
-        string_arg arg = {&data};
-        ssize_t done   = UCS_ERR_NO_RESOURCE;
-        progress_until([&] {
-            done =
-                uct_ep_put_bcopy(m_ab, pack_string, &arg, dst.addr() + off, rkey.rkey());
-            return done != UCS_ERR_NO_RESOURCE;
-        });
-        ASSERT_EQ((ssize_t)n, done);
+        uct_test_pack_arg arg = {&data};
+        ASSERT_EQ((ssize_t)n, retry_bcopy([&] {
+                      return uct_ep_put_bcopy(m_ab, uct_test_pack_string, &arg,
+                                              dst.addr() + off, rkey.rkey());
+                  }));
         off += n;
     }
     if (attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY) {
@@ -396,15 +383,12 @@ TEST_P(test_uct_conformance, flush_completes_after_traffic_and_when_idle)
     m_a->flush();
     if (m_a->has_cap(UCT_IFACE_FLAG_AM_BCOPY)) {
         am_recorder rec(*m_b, 6);
-        std::string payload = pattern_string(64, 1);
-        string_arg arg      = {&payload};
+        std::string payload   = uct_test_pattern_string(1, 64);
+        uct_test_pack_arg arg = {&payload};
         for (int i = 0; i < 32; ++i) {
-            ssize_t packed = UCS_ERR_NO_RESOURCE;
-            progress_until([&] {
-                packed = uct_ep_am_bcopy(m_ab, 6, pack_string, &arg, 0);
-                return packed != UCS_ERR_NO_RESOURCE;
-            });
-            ASSERT_EQ(64, packed);
+            ASSERT_EQ(64, retry_bcopy([&] {
+                          return uct_ep_am_bcopy(m_ab, 6, uct_test_pack_string, &arg, 0);
+                      }));
         }
         m_a->flush_ep(m_ab);
         ASSERT_TRUE(progress_until([&] { return rec.count() == 32; }));

@@ -52,31 +52,6 @@ private:
     std::string     m_rkey;
 };
 
-std::string pattern_string(uint64_t seed, size_t length)
-{
-    std::string s(length, '\0');
-    for (size_t i = 0; i < length; ++i) {
-        s[i] = (char)uct_test_buffer::pattern(seed, i);
-    }
-    return s;
-}
-
-struct pack_arg {
-    const std::string *data;
-};
-
-size_t pack_string(void *dest, void *arg)
-{
-    const std::string *s = static_cast<pack_arg*>(arg)->data;
-    memcpy(dest, s->data(), s->size());
-    return s->size();
-}
-
-void unpack_string(void *arg, const void *data, size_t length)
-{
-    static_cast<std::string*>(arg)->assign((const char*)data, length);
-}
-
 } // namespace
 
 class test_uct_posix : public uct_test {
@@ -409,7 +384,7 @@ TEST_P(test_uct_posix, am_short_bcopy_zcopy_of_every_size_arrive_intact)
     std::vector<std::string> expected;
 
     for (size_t len = 0; len + 8 <= attr.cap.am.max_short; ++len) {
-        std::string payload = pattern_string(len, len);
+        std::string payload = uct_test_pattern_string(len, len);
         uint64_t header     = 0x1122334455667700ull + len;
         send_retry([&] { return uct_ep_am_short(ep, 3, header, payload.data(),
                                                 (unsigned)len); });
@@ -417,11 +392,11 @@ TEST_P(test_uct_posix, am_short_bcopy_zcopy_of_every_size_arrive_intact)
     }
 
     for (size_t len : {0ul, 1ul, 63ul, 64ul, 1000ul, 4095ul, attr.cap.am.max_bcopy}) {
-        std::string payload = pattern_string(len + 1000, len);
-        pack_arg arg        = {&payload};
+        std::string payload   = uct_test_pattern_string(len + 1000, len);
+        uct_test_pack_arg arg = {&payload};
         ssize_t packed      = UCS_ERR_NO_RESOURCE;
         ASSERT_TRUE(progress_until([&] {
-            packed = uct_ep_am_bcopy(ep, 3, pack_string, &arg, 0);
+            packed = uct_ep_am_bcopy(ep, 3, uct_test_pack_string, &arg, 0);
             return packed != UCS_ERR_NO_RESOURCE;
         }));
         ASSERT_EQ((ssize_t)len, packed);
@@ -430,8 +405,8 @@ TEST_P(test_uct_posix, am_short_bcopy_zcopy_of_every_size_arrive_intact)
 
     /* zcopy: a header and three iov entries, one of them strided. */
     for (size_t len : {0ul, 8ul, 500ul, attr.cap.am.max_zcopy - 64}) {
-        std::string hdr  = pattern_string(7, 16);
-        std::string data = pattern_string(len + 2000, len + 64);
+        std::string hdr  = uct_test_pattern_string(7, 16);
+        std::string data = uct_test_pattern_string(len + 2000, len + 64);
         uct_iov_t iov[3] = {};
         iov[0].buffer = &data[0];
         iov[0].length = len / 2;
@@ -533,11 +508,11 @@ TEST_P(test_uct_posix, handler_may_keep_buffers_until_release)
     const size_t total = 30;
 
     for (size_t i = 0; i < total; ++i) {
-        std::string payload = pattern_string(i, 100 + i);
-        pack_arg arg        = {&payload};
+        std::string payload   = uct_test_pattern_string(i, 100 + i);
+        uct_test_pack_arg arg = {&payload};
         ssize_t packed      = UCS_ERR_NO_RESOURCE;
         ASSERT_TRUE(progress_until([&] {
-            packed = uct_ep_am_bcopy(ep, 2, pack_string, &arg, 0);
+            packed = uct_ep_am_bcopy(ep, 2, uct_test_pack_string, &arg, 0);
             return packed != UCS_ERR_NO_RESOURCE;
         }));
         ASSERT_EQ((ssize_t)payload.size(), packed);
@@ -551,20 +526,21 @@ TEST_P(test_uct_posix, handler_may_keep_buffers_until_release)
         const am_recorder::message &m = rec.msg(i);
         if (m.desc != NULL) {
             ++kept;
-            EXPECT_EQ(pattern_string(i, 100 + i), std::string((char*)m.desc + 24,
-                                                              m.data.size()));
+            EXPECT_EQ(uct_test_pattern_string(i, 100 + i),
+                      std::string((char *)m.desc + 24, m.data.size()));
         }
-        EXPECT_EQ(pattern_string(i, 100 + i), m.data);
+        EXPECT_EQ(uct_test_pattern_string(i, 100 + i), m.data);
     }
     EXPECT_EQ(6u, kept);
 
     /* Released buffers come back: the next messages can be kept again. */
     rec.clear();
     for (size_t i = 0; i < 6; ++i) {
-        std::string payload = pattern_string(i, 10);
-        pack_arg arg        = {&payload};
+        std::string payload   = uct_test_pattern_string(i, 10);
+        uct_test_pack_arg arg = {&payload};
         ASSERT_TRUE(progress_until([&] {
-            return uct_ep_am_bcopy(ep, 2, pack_string, &arg, 0) != UCS_ERR_NO_RESOURCE;
+            return uct_ep_am_bcopy(ep, 2, uct_test_pack_string, &arg, 0) !=
+                   UCS_ERR_NO_RESOURCE;
         }));
     }
     ASSERT_TRUE(progress_until([&] { return rec.count() == 6; }));
@@ -581,29 +557,29 @@ TEST_P(test_uct_posix, put_and_get_through_rkey_check_data_and_bounds)
     uct_test_rkey rkey(s.component(), mem.rkey());
     const uct_iface_attr_t &attr = s.iface_attr();
 
-    std::string a = pattern_string(1, 100);
+    std::string a = uct_test_pattern_string(1, 100);
     ASSERT_UCS_OK(uct_ep_put_short(ep, a.data(), 100, mem.addr() + 10, rkey.rkey()));
     EXPECT_EQ(a, std::string(mem.ptr() + 10, 100));
 
-    std::string b = pattern_string(2, attr.cap.put.max_bcopy);
-    pack_arg arg  = {&b};
-    EXPECT_EQ((ssize_t)b.size(), uct_ep_put_bcopy(ep, pack_string, &arg, mem.addr() + 1000,
-                                                  rkey.rkey()));
+    std::string b         = uct_test_pattern_string(2, attr.cap.put.max_bcopy);
+    uct_test_pack_arg arg = {&b};
+    EXPECT_EQ((ssize_t)b.size(), uct_ep_put_bcopy(ep, uct_test_pack_string, &arg,
+                                                  mem.addr() + 1000, rkey.rkey()));
     EXPECT_EQ(b, std::string(mem.ptr() + 1000, b.size()));
     /* Near the end of the region: packed through the bounce buffer. */
-    std::string c = pattern_string(3, 100);
+    std::string c = uct_test_pattern_string(3, 100);
     arg.data      = &c;
-    EXPECT_EQ(100, uct_ep_put_bcopy(ep, pack_string, &arg,
+    EXPECT_EQ(100, uct_ep_put_bcopy(ep, uct_test_pack_string, &arg,
                                     mem.addr() + mem.length() - 100, rkey.rkey()));
     EXPECT_EQ(c, std::string(mem.ptr() + mem.length() - 100, 100));
 
-    std::string d = pattern_string(4, 40000);
+    std::string d = uct_test_pattern_string(4, 40000);
     uct_iov_t iov = {&d[0], d.size(), NULL, 0, 1};
     EXPECT_UCS_OK(uct_ep_put_zcopy(ep, &iov, 1, mem.addr() + 20000, rkey.rkey(), NULL));
     EXPECT_EQ(d, std::string(mem.ptr() + 20000, d.size()));
 
     std::string got;
-    EXPECT_UCS_OK(uct_ep_get_bcopy(ep, unpack_string, &got, 100, mem.addr() + 10,
+    EXPECT_UCS_OK(uct_ep_get_bcopy(ep, uct_test_unpack_string, &got, 100, mem.addr() + 10,
                                    rkey.rkey(), NULL));
     EXPECT_EQ(a, got);
     std::string z(d.size(), '\0');
@@ -618,7 +594,7 @@ TEST_P(test_uct_posix, put_and_get_through_rkey_check_data_and_bounds)
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               uct_ep_put_short(ep, a.data(), 1, mem.addr() - 1, rkey.rkey()));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
-              uct_ep_get_bcopy(ep, unpack_string, &got, 1ull << 40, mem.addr(),
+              uct_ep_get_bcopy(ep, uct_test_unpack_string, &got, 1ull << 40, mem.addr(),
                                rkey.rkey(), NULL));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               uct_ep_put_short(ep, a.data(), 1, mem.addr(), UCT_INVALID_RKEY));

@@ -33,36 +33,11 @@ protected:
         return sizes;
     }
 
-    static std::string pattern_string(size_t length, uint64_t seed)
-    {
-        std::string s(length, '\0');
-        for (size_t i = 0; i < length; ++i) {
-            s[i] = (char)uct_test_buffer::pattern(seed, i);
-        }
-        return s;
-    }
-
     uct_test_entity *m_sender     = NULL;
     uct_test_entity *m_receiver   = NULL;
     uct_ep_h         m_ep         = NULL;
     uct_ep_h         m_reverse_ep = NULL;
 };
-
-struct pack_arg {
-    const std::string *data;
-};
-
-size_t pack_string(void *dest, void *arg)
-{
-    const std::string *data = static_cast<pack_arg*>(arg)->data;
-    memcpy(dest, data->data(), data->size());
-    return data->size();
-}
-
-void unpack_string(void *arg, const void *data, size_t length)
-{
-    static_cast<std::string*>(arg)->assign((const char*)data, length);
-}
 
 } // namespace
 
@@ -95,7 +70,7 @@ TEST_P(test_uct_self, am_short_delivers_every_size)
     uint64_t header    = 0x0123456789abcdefull;
 
     for (size_t size : sizes_up_to(max_payload)) {
-        std::string payload = pattern_string(size, size);
+        std::string payload = uct_test_pattern_string(size, size);
         ASSERT_UCS_OK(uct_ep_am_short(m_ep, 1, header, payload.data(), size))
                 << "size " << size;
         ASSERT_TRUE(progress_until([&] { return rec.count() == 1; }));
@@ -127,10 +102,10 @@ TEST_P(test_uct_self, am_bcopy_delivers_every_size)
     am_recorder rec(*m_receiver, 2);
 
     for (size_t size : sizes_up_to(m_sender->iface_attr().cap.am.max_bcopy)) {
-        std::string payload = pattern_string(size, size + 7);
-        pack_arg arg        = {&payload};
-        ASSERT_EQ((ssize_t)size, uct_ep_am_bcopy(m_ep, 2, pack_string, &arg, 0))
-                << "size " << size;
+        std::string payload   = uct_test_pattern_string(size + 7, size);
+        uct_test_pack_arg arg = {&payload};
+        ASSERT_EQ((ssize_t)size, uct_ep_am_bcopy(m_ep, 2, uct_test_pack_string, &arg, 0))
+            << "size " << size;
         ASSERT_TRUE(progress_until([&] { return rec.count() == 1; }));
         EXPECT_EQ(payload, rec.msg(0).data) << "size " << size;
         EXPECT_TRUE(rec.msg(0).flags & UCT_CB_PARAM_FLAG_DESC);
@@ -206,10 +181,10 @@ TEST_P(test_uct_self, handler_may_keep_descriptors_until_released)
 
     /* More kept descriptors than one pool chunk, all alive at once. */
     for (int i = 0; i < 40; ++i) {
-        sent.push_back(pattern_string(100 + i, i));
-        pack_arg arg = {&sent.back()};
+        sent.push_back(uct_test_pattern_string(i, 100 + i));
+        uct_test_pack_arg arg = {&sent.back()};
         ASSERT_EQ((ssize_t)sent.back().size(),
-                  uct_ep_am_bcopy(m_ep, 6, pack_string, &arg, 0));
+                  uct_ep_am_bcopy(m_ep, 6, uct_test_pack_string, &arg, 0));
     }
 
     ASSERT_EQ(sent.size(), keeper.count());
@@ -232,10 +207,11 @@ TEST_P(test_uct_self, rx_headroom_is_reserved_in_front_of_kept_data)
     uct_ep_h ep        = m_sender->create_ep_to_iface(r->device_address(),
                                                       r->iface_address());
     am_recorder keeper(*r, 7, true);
-    std::string payload = pattern_string(300, 3);
-    pack_arg arg        = {&payload};
+    std::string payload   = uct_test_pattern_string(3, 300);
+    uct_test_pack_arg arg = {&payload};
 
-    ASSERT_EQ((ssize_t)payload.size(), uct_ep_am_bcopy(ep, 7, pack_string, &arg, 0));
+    ASSERT_EQ((ssize_t)payload.size(),
+              uct_ep_am_bcopy(ep, 7, uct_test_pack_string, &arg, 0));
     ASSERT_EQ(1u, keeper.count());
 
     /* The headroom belongs to the receiver: writing all of it must neither
@@ -296,10 +272,10 @@ TEST_P(test_uct_self, put_writes_remote_memory_for_every_size)
         EXPECT_TRUE(remote.check(size, 0, size)) << "put_short size " << size;
 
         /* bcopy */
-        std::string payload = pattern_string(size, size + 1);
-        pack_arg arg        = {&payload};
+        std::string payload   = uct_test_pattern_string(size + 1, size);
+        uct_test_pack_arg arg = {&payload};
         remote.fill_byte(0);
-        ASSERT_EQ((ssize_t)size, uct_ep_put_bcopy(m_ep, pack_string, &arg,
+        ASSERT_EQ((ssize_t)size, uct_ep_put_bcopy(m_ep, uct_test_pack_string, &arg,
                                                   remote.addr(), rkey.rkey()));
         EXPECT_EQ(0, memcmp(remote.ptr(), payload.data(), size)) << "put_bcopy " << size;
 
@@ -322,8 +298,8 @@ TEST_P(test_uct_self, get_reads_remote_memory_for_every_size)
         remote.fill(size);
 
         std::string got;
-        ASSERT_UCS_OK(uct_ep_get_bcopy(m_ep, unpack_string, &got, size, remote.addr(),
-                                       rkey.rkey(), NULL));
+        ASSERT_UCS_OK(uct_ep_get_bcopy(m_ep, uct_test_unpack_string, &got, size,
+                                       remote.addr(), rkey.rkey(), NULL));
         EXPECT_EQ(std::string((const char*)remote.ptr(), size), got)
                 << "get_bcopy size " << size;
 
@@ -409,9 +385,9 @@ TEST_P(test_uct_self, garbage_addresses_are_not_reachable)
     std::vector<std::string> bad_devs, bad_ifaces;
 
     bad_devs.push_back(std::string(dev.size(), '\0'));
-    bad_devs.push_back(pattern_string(dev.size(), 1));
+    bad_devs.push_back(uct_test_pattern_string(1, dev.size()));
     bad_ifaces.push_back(std::string(ifa.size(), '\0'));
-    bad_ifaces.push_back(pattern_string(ifa.size(), 2));
+    bad_ifaces.push_back(uct_test_pattern_string(2, ifa.size()));
     bad_ifaces.push_back(std::string(ifa.size(), '\xff'));
     /* Valid-looking addresses with one byte changed anywhere. */
     for (size_t i = 0; i < dev.size(); ++i) {

@@ -580,6 +580,27 @@ uint8_t uct_test_buffer::pattern(uint64_t seed, size_t offset)
     return (uint8_t)x;
 }
 
+std::string uct_test_pattern_string(uint64_t seed, size_t length)
+{
+    std::string s(length, '\0');
+    for (size_t i = 0; i < length; ++i) {
+        s[i] = (char)uct_test_buffer::pattern(seed, i);
+    }
+    return s;
+}
+
+size_t uct_test_pack_string(void *dest, void *arg)
+{
+    const std::string *s = static_cast<uct_test_pack_arg *>(arg)->data;
+    memcpy(dest, s->data(), s->size());
+    return s->size();
+}
+
+void uct_test_unpack_string(void *arg, const void *data, size_t length)
+{
+    static_cast<std::string *>(arg)->assign((const char *)data, length);
+}
+
 void uct_test_buffer::fill(uint64_t seed)
 {
     for (size_t i = 0; i < m_length; ++i) {

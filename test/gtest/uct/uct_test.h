@@ -315,6 +315,22 @@ private:
     std::string     m_rkey_blob;
 };
 
+/** @a length bytes of uct_test_buffer::pattern() of @a seed, for payloads
+ *  a test sends and compares. */
+std::string uct_test_pattern_string(uint64_t seed, size_t length);
+
+/** Argument of uct_test_pack_string(): the string a bcopy sends. */
+struct uct_test_pack_arg {
+    const std::string *data;
+};
+
+/** Pack callback of bcopy operations: copies @a arg's string (a
+ *  uct_test_pack_arg) to @a dest. */
+size_t uct_test_pack_string(void *dest, void *arg);
+
+/** Unpack callback of get_bcopy: assigns the bytes to @a arg, a std::string. */
+void uct_test_unpack_string(void *arg, const void *data, size_t length);
+
 /** An unpacked remote key, released in the destructor. */
 class uct_test_rkey {
 public:
