@@ -15,7 +15,8 @@ import sys
 
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 SHORT = {"rndv_get": "get", "rndv_host_get": "host get", "rndv_put": "put",
-         "rndv_pipe_cuda": "pipe", "rndv_pipe_host": "pipe-host", "rndv_am": "am",
+         "rndv_pipe_cuda": "pipe", "rndv_pipe_host": "pipe-host",
+         "rndv_pipe_host_get": "pipe-host-get", "rndv_am": "am",
          "eager_staged": "eager", "eager_short": "eager", "eager_bcopy": "eager",
          "eager_multi": "eager"}
 

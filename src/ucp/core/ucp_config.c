@@ -102,6 +102,16 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "fragment, copy and send in turn.",
      offsetof(ucp_config_t, rndv_stage_overlap), UCS_CONFIG_TYPE_BOOL},
 
+    {"RNDV_PIPELINE_HOST_GET", "y",
+     "Device data towards a peer reached over a host lane only (tcp between\n"
+     "hosts): the sender copies it into host fragments and the receiver reads\n"
+     "them as it reads host buffers (zero-copy on both sides, split over the\n"
+     "rails), into its buffer or into host fragments of its own that it\n"
+     "copies to its device. Host data into a device buffer is read the same\n"
+     "way. n: data messages through host fragments (UCX_RNDV_AM_STAGE_OVERLAP),\n"
+     "one more copy by the CPU on each side. Both sides must allow it.",
+     offsetof(ucp_config_t, rndv_staged_get), UCS_CONFIG_TYPE_BOOL},
+
     {"RNDV_SAME_GPU_HOST_MAX", "512K",
      "When neither buffer of a rendezvous can be exported and both are on the\n"
      "same GPU, messages from 32K up to this size (at most the host fragment\n"
@@ -240,6 +250,7 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
     rndv->whole_pieces = config->rndv_whole_pieces;
     rndv->split_alone  = config->rndv_split_alone;
     rndv->stage_overlap = config->rndv_stage_overlap;
+    rndv->staged_get    = config->rndv_staged_get;
     rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_type;
     if (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO) {
         rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_types;

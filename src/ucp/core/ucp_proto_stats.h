@@ -30,6 +30,8 @@ typedef enum ucp_proto_stat {
     UCP_PROTO_STAT_RNDV_PIPE_CUDA, /**< staged through device fragments */
     UCP_PROTO_STAT_RNDV_PIPE_HOST, /**< staged through host fragments */
     UCP_PROTO_STAT_RNDV_AM,        /**< rendezvous, data as active messages */
+    UCP_PROTO_STAT_RNDV_PIPE_HOST_GET, /**< staged through host fragments,
+                                            read over the host lane */
     UCP_PROTO_STAT_LAST
 } ucp_proto_stat_t;
 

@@ -224,14 +224,13 @@ static ucs_status_t ucp_rndv_ep_model_lanes(ucp_ep_h ep, int host_lane,
     ucp_worker_h worker          = ep->worker;
     const ucp_rndv_config_t *cfg = &worker->context->rndv;
 
-    return ucp_rndv_model_build(model, ep->wiface->iface, ep->max_bcopy,
-                                (worker->mt_ep != NULL) ? worker->mt_iface : NULL,
-                                (ep->rma_ep != NULL) ? worker->rma_iface.iface : NULL,
-                                (host_lane && (ep->host_rma_ep != NULL)) ?
-                                ep->host_lane->wiface->iface : NULL,
-                                cfg->frag_size[UCS_MEMORY_TYPE_HOST],
-                                cfg->frag_size[UCS_MEMORY_TYPE_CUDA],
-                                cfg->frag_type == UCP_RNDV_FRAG_TYPE_CUDA);
+    return ucp_rndv_model_build(
+        model, ep->wiface->iface, ep->max_bcopy,
+        (worker->mt_ep != NULL) ? worker->mt_iface : NULL,
+        (ep->rma_ep != NULL) ? worker->rma_iface.iface : NULL,
+        (host_lane && (ep->host_rma_ep != NULL)) ? ep->host_lane->wiface->iface : NULL,
+        cfg->frag_size[UCS_MEMORY_TYPE_HOST], cfg->frag_size[UCS_MEMORY_TYPE_CUDA],
+        cfg->frag_type == UCP_RNDV_FRAG_TYPE_CUDA, cfg->staged_get);
 }
 
 void ucp_rndv_ep_set_thresh(ucp_ep_h ep)
@@ -329,6 +328,7 @@ ucp_rndv_req_t *ucp_rndv_req_new(ucp_request_t *req, int is_send,
     rreq->peer_uuid = peer_uuid;
     rreq->mem_type  = UCS_MEMORY_TYPE_HOST;
     ucs_list_head_init(&rreq->wait_link);
+    ucs_list_head_init(&rreq->hread_pending);
     req->rndv       = rreq;
     return rreq;
 }
@@ -367,6 +367,7 @@ void ucp_rndv_req_complete(ucp_rndv_req_t *rreq, ucs_status_t status)
         ucp_rndv_frag_unwait(worker, rreq);
     }
     ucp_rndv_stage_release(rreq);
+    ucp_rndv_hread_release(rreq);
     if (rreq->ipc_memh != NULL) {
         ucp_rndv_key_release(worker, rreq->ipc_memh);
     }

@@ -29,11 +29,13 @@ BEGIN_C_DECLS
 /* ---- wire formats (little-endian, same build on both sides) ------------ */
 
 enum {
-    UCP_RNDV_RTS_FLAG_SYNC     = UCS_BIT(0), /* ucp_tag_send_sync */
-    UCP_RNDV_RTS_FLAG_KEY      = UCS_BIT(1), /* a cuda_ipc key follows */
-    UCP_RNDV_RTS_FLAG_CAN_PUT  = UCS_BIT(2), /* contiguous + rma lane */
-    UCP_RNDV_RTS_FLAG_CAN_FRAG = UCS_BIT(3), /* may stage in device fragments */
-    UCP_RNDV_RTS_FLAG_HOST_KEY = UCS_BIT(4)  /* a host lane key follows */
+    UCP_RNDV_RTS_FLAG_SYNC      = UCS_BIT(0), /* ucp_tag_send_sync */
+    UCP_RNDV_RTS_FLAG_KEY       = UCS_BIT(1), /* a cuda_ipc key follows */
+    UCP_RNDV_RTS_FLAG_CAN_PUT   = UCS_BIT(2), /* contiguous + rma lane */
+    UCP_RNDV_RTS_FLAG_CAN_FRAG  = UCS_BIT(3), /* may stage in device fragments */
+    UCP_RNDV_RTS_FLAG_HOST_KEY  = UCS_BIT(4), /* a host lane key follows */
+    UCP_RNDV_RTS_FLAG_HOST_FRAG = UCS_BIT(5)  /* may stage in host fragments
+                                                 read over the host lane */
 };
 
 typedef struct ucp_rndv_rts {
@@ -50,9 +52,11 @@ typedef struct ucp_rndv_rts {
 } ucp_rndv_rts_t;       /* + key */
 
 enum {
-    UCP_RNDV_RTR_PUT       = 1,  /* put into the key's buffer, then ATP */
-    UCP_RNDV_RTR_PIPE_CUDA = 2,  /* stage in device fragments (FRAG) */
-    UCP_RNDV_RTR_PIPE_AM   = 3   /* send RNDV_DATA messages */
+    UCP_RNDV_RTR_PUT           = 1, /* put into the key's buffer, then ATP */
+    UCP_RNDV_RTR_PIPE_CUDA     = 2, /* stage in device fragments (FRAG) */
+    UCP_RNDV_RTR_PIPE_AM       = 3, /* send RNDV_DATA messages */
+    UCP_RNDV_RTR_PIPE_HOST_GET = 4  /* stage in host fragments (FRAG), read
+                                       over the host lane */
 };
 
 /* Flags above the mode in an RTR's mode field. SAME_GPU (with PIPE_CUDA):
@@ -148,6 +152,13 @@ typedef struct ucp_rndv_req {
     size_t stage_end;               /* sender: staged bytes of the message */
     int                waiting;     /* on the worker's fragment waiters */
     ucs_list_link_t    wait_link;
+    /* Receiver of a staged read (ucp_rndv_hread.c): FRAG messages waiting
+     * for a host fragment of ours, and the first error of a piece. */
+    ucs_list_link_t hread_pending;
+    ucs_status_t hread_status;
+    void *hread_key;        /* the sender's host buffer: its key, */
+    uint32_t hread_key_len; /* (NULL: the sender's fragments) */
+    uint64_t hread_address; /* and address */
 } ucp_rndv_req_t;
 
 /** Everything a worker keeps for rendezvous. */
@@ -374,6 +385,9 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
 size_t ucp_rndv_send_piece_size(size_t length, size_t frag_size, unsigned depth);
 /** Sender: resume a request that waited for a fragment. */
 void ucp_rndv_send_resume(ucp_rndv_req_t *rreq);
+/** Sender: whether @a ep can stage device data of @a rreq in host
+ *  fragments that the peer reads over the host lane. */
+int ucp_rndv_send_can_host_frag(ucp_rndv_req_t *rreq, ucp_ep_h ep);
 /** Sender's handlers: RTR, ATS, FRAG_ACK. */
 ucs_status_t ucp_rndv_am_rtr(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t ucp_rndv_am_ats(void *arg, void *data, size_t length, unsigned flags);
@@ -384,10 +398,36 @@ ucs_status_t ucp_rndv_am_frag_ack(void *arg, void *data, size_t length,
 
 /** A matched receive for the RTS message @a rts (of @a len bytes). */
 void ucp_rndv_recv_start(ucp_request_t *req, const void *rts, size_t len);
+/** Receiver: tell the sender (ATS) and complete the request. */
+void ucp_rndv_recv_done(ucp_rndv_req_t *rreq, ucs_status_t status);
+/** Receiver: a read of the sender's host buffer failed; stop reading from
+ *  that peer and ask for the whole message as data messages. */
+void ucp_rndv_recv_read_failed(ucp_rndv_req_t *rreq, ucs_status_t status);
 /** Receiver's handlers: ATP, FRAG, DATA (RTS is matched in ucp_tag_recv.c). */
 ucs_status_t ucp_rndv_am_atp(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t ucp_rndv_am_frag(void *arg, void *data, size_t length, unsigned flags);
 ucs_status_t ucp_rndv_am_data(void *arg, void *data, size_t length, unsigned flags);
+
+/* ---- ucp_rndv_hread.c: device data read through host fragments ---------- */
+
+/** Receiver: whether @a rreq (contiguous, not host to host) can take its
+ *  data by reads over @a ep's host lane through host fragments: the peer is
+ *  reached over a host lane and no device lane. */
+int ucp_rndv_hread_possible(ucp_rndv_req_t *rreq, ucp_ep_h ep);
+/** Receiver, device buffer, sender's host buffer named by @a key: read it
+ *  piece by piece into host fragments and copy each to the device; ATS at
+ *  the end. UCS_OK when started (the request is ours from then on). */
+ucs_status_t ucp_rndv_hread_start(ucp_rndv_req_t *rreq, const ucp_rndv_rts_t *rts,
+                                  const void *key);
+/** Receiver, mode UCP_RNDV_RTR_PIPE_HOST_GET: read the sender's fragment
+ *  of @a msg (key after it, checked by the caller) into our buffer, through
+ *  a host fragment of ours when the buffer is on a device. */
+void ucp_rndv_hread_frag(ucp_rndv_req_t *rreq, const ucp_rndv_frag_msg_t *msg,
+                         const void *key);
+/** Receiver: resume a staged read that waited for a fragment. */
+void ucp_rndv_hread_resume(ucp_rndv_req_t *rreq);
+/** Receiver: drop what a staged read still holds (request completing). */
+void ucp_rndv_hread_release(ucp_rndv_req_t *rreq);
 
 /* ---- ucp_rndv_frag.c: fragment pools ------------------------------------ */
 
@@ -441,13 +481,17 @@ void ucp_rndv_frag_put(ucp_worker_h worker, ucp_rndv_frag_t *frag);
  *  or any request waits for a fragment. */
 int ucp_rndv_frag_shared(ucp_worker_h worker, const ucp_rndv_frag_t *frag,
                          unsigned held);
-/** The device fragment @a index owned by @a owner, or NULL (the index names
- *  the GPU's pool and the fragment in it; host fragments are never looked up
- *  by index). An index from a peer is checked, not trusted. */
-ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, uint32_t index,
-                                    uint64_t owner);
+/** The fragment of @a mem_type @a index owned by @a owner, or NULL (the
+ *  index names the GPU's pool and the fragment in it). An index from a peer
+ *  is checked, not trusted. */
+ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, ucs_memory_type_t mem_type,
+                                    uint32_t index, uint64_t owner);
 /** Packed cuda_ipc key of the slab of a CUDA fragment. */
 const void *ucp_rndv_frag_key(const ucp_rndv_frag_t *frag, size_t *len_p);
+/** Packed key of the slab of a host fragment for @a ep's host lane (the
+ *  slab is registered with its md on first use); NULL when it cannot be. */
+const void *ucp_rndv_frag_host_key(const ucp_rndv_frag_t *frag, ucp_ep_h ep,
+                                   size_t *len_p);
 /** Host fragment: the NUMA node nearest its GPU (UCS_NUMA_NODE_UNKNOWN when
  *  not known); @a placed_p (may be NULL): that node if the kernel accepted
  *  the placement of its pages, else UCS_NUMA_NODE_UNKNOWN. (Tests.) */

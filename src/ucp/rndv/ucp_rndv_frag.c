@@ -39,7 +39,9 @@ typedef struct ucp_rndv_frag_slab {
     uct_mem_h                 reg_memh;   /* host slabs: cuda_cpy pinning, or NULL */
     int                       numa_placed; /* host slabs: node the kernel took */
     uct_mem_h                 ipc_memh;   /* device slabs: cuda_ipc key */
-    void                      *key;
+    uct_md_h host_md;                     /* host slabs: the host lane md that */
+    uct_mem_h host_memh;                  /* registered it for peers' reads */
+    void *key;                            /* device: cuda_ipc; host: host lane */
     uint32_t                  key_len;    /* without trailing zeros */
     ucp_rndv_frag_t           *frags;
 } ucp_rndv_frag_slab_t;
@@ -163,6 +165,9 @@ static void ucp_rndv_frag_slab_free(ucp_worker_h worker, ucp_rndv_frag_slab_t *s
 
     if (slab->ipc_memh != NULL) {
         ucp_rndv_key_release(worker, slab->ipc_memh);
+    }
+    if (slab->host_memh != NULL) {
+        ucp_rndv_host_key_release(slab->host_md, slab->host_memh);
     }
     if (slab->alloc_memh != NULL) {
         uct_md_mem_free(rw->copy_md, slab->alloc_memh);
@@ -356,10 +361,10 @@ int ucp_rndv_frag_shared(ucp_worker_h worker, const ucp_rndv_frag_t *frag,
            !ucs_list_is_empty(&worker->rndv->waiters);
 }
 
-ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, uint32_t index,
-                                    uint64_t owner)
+ucp_rndv_frag_t *ucp_rndv_frag_find(ucp_worker_h worker, ucs_memory_type_t mem_type,
+                                    uint32_t index, uint64_t owner)
 {
-    ucp_rndv_frag_pool_t *pool = worker->rndv->pools[UCS_MEMORY_TYPE_CUDA];
+    ucp_rndv_frag_pool_t *pool = worker->rndv->pools[mem_type];
     uint32_t i                 = index & ((1u << UCP_RNDV_FRAG_POOL_SHIFT) - 1);
 
     while ((pool != NULL) && (pool->id != (index >> UCP_RNDV_FRAG_POOL_SHIFT))) {
@@ -375,6 +380,41 @@ const void *ucp_rndv_frag_key(const ucp_rndv_frag_t *frag, size_t *len_p)
 {
     *len_p = frag->slab->key_len;
     return frag->slab->key;
+}
+
+const void *ucp_rndv_frag_host_key(const ucp_rndv_frag_t *frag, ucp_ep_h ep,
+                                   size_t *len_p)
+{
+    ucp_rndv_frag_slab_t *slab = frag->slab;
+    size_t key_size            = ucp_rndv_host_key_size(ep);
+
+    if (key_size == 0) {
+        return NULL;
+    }
+    if ((slab->host_memh != NULL) && (slab->host_md != ep->host_lane->md)) {
+        /* Another lane's md (a peer reached over another transport): the
+         * slab serves the newer one; rare enough to register again. */
+        ucp_rndv_host_key_release(slab->host_md, slab->host_memh);
+        slab->host_memh = NULL;
+        free(slab->key);
+        slab->key = NULL;
+    }
+    if (slab->host_memh == NULL) {
+        slab->key = malloc(key_size);
+        if ((slab->key == NULL) ||
+            (ucp_rndv_host_key_pack(ep, slab->base, slab->length, &slab->host_md,
+                                    &slab->host_memh, slab->key) != UCS_OK)) {
+            free(slab->key);
+            slab->key       = NULL;
+            slab->host_memh = NULL;
+            return NULL;
+        }
+        slab->key_len = (uint32_t)key_size;
+        ucs_debug("ucp: host fragments %p+%zu registered for reads by peers", slab->base,
+                  slab->length);
+    }
+    *len_p = slab->key_len;
+    return slab->key;
 }
 
 int ucp_rndv_frag_numa_node(const ucp_rndv_frag_t *frag, int *placed_p)
@@ -431,8 +471,9 @@ void ucp_rndv_frag_unwait(ucp_worker_h worker, ucp_rndv_req_t *rreq)
 
 static int ucp_rndv_frag_available(ucp_worker_h worker, ucp_rndv_req_t *rreq)
 {
-    ucs_memory_type_t type = (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) ?
-                                     UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    ucs_memory_type_t type = (rreq->is_send && (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA))
+                                 ? UCS_MEMORY_TYPE_CUDA
+                                 : UCS_MEMORY_TYPE_HOST;
     ucp_rndv_frag_pool_t *pool;
 
     /* The pool the request waits on: its GPU's, for either type. */
@@ -456,7 +497,11 @@ unsigned ucp_rndv_frag_progress(ucp_worker_h worker)
             break;
         }
         ucp_rndv_frag_unwait(worker, rreq);
-        ucp_rndv_send_resume(rreq);
+        if (rreq->is_send) {
+            ucp_rndv_send_resume(rreq);
+        } else {
+            ucp_rndv_hread_resume(rreq);
+        }
         ++count;
         if (rreq->waiting) {
             break; /* still dry */

@@ -68,8 +68,8 @@ static ucs_status_t ucp_rndv_model_op(uct_iface_h iface, uct_ep_operation_t op,
 ucs_status_t ucp_rndv_model_build(ucp_rndv_model_t *model, uct_iface_h am_iface,
                                   size_t am_seg, uct_iface_h copy_iface,
                                   uct_iface_h ipc_iface, uct_iface_h host_iface,
-                                  size_t frag_host,
-                                  size_t frag_cuda, int frag_cuda_on)
+                                  size_t frag_host, size_t frag_cuda, int frag_cuda_on,
+                                  int staged_get)
 {
     const ucs_memory_type_t H = UCS_MEMORY_TYPE_HOST, D = UCS_MEMORY_TYPE_CUDA;
     uct_perf_attr_t attr;
@@ -80,6 +80,7 @@ ucs_status_t ucp_rndv_model_build(ucp_rndv_model_t *model, uct_iface_h am_iface,
     model->frag_host    = (frag_host > 0) ? frag_host : 1;
     model->frag_cuda    = (frag_cuda > 0) ? frag_cuda : 1;
     model->frag_cuda_on = frag_cuda_on;
+    model->staged_get   = staged_get;
 
     /* Control messages and data go as bcopy active messages; a segment
      * after the first pays the two CPUs' overheads, not the latency. */
@@ -177,7 +178,7 @@ double ucp_rndv_model_time(const ucp_rndv_model_t *m, ucp_rndv_model_proto_t pro
 {
     int s_dev = ucp_rndv_kind_is_device(s), r_dev = ucp_rndv_kind_is_device(r);
     double ctrl = ucp_rndv_cost(m->ctrl, 0);
-    const ucp_rndv_cost_t *stages[3];
+    const ucp_rndv_cost_t *stages[4];
     unsigned num = 0;
     /* Staging device data through host memory (eager, both pipelines)
      * needs cuda_copy; a get or put needs only cuda_ipc. */
@@ -234,6 +235,23 @@ double ucp_rndv_model_time(const ucp_rndv_model_t *m, ucp_rndv_model_proto_t pro
         }
         return 2 * ctrl + ucp_rndv_model_pipe(m, size, m->frag_host, stages, num) +
                second_copy + (r_dev ? m->recv_stage : 0);
+    case UCP_RNDV_MODEL_PIPE_HOST_GET:
+        /* Device sender: RTS, RTR; per fragment its copy out, FRAG, our
+         * read (and copy in). Host sender: RTS, then our reads into our
+         * fragments and their copies in. */
+        if (!m->host_rma || !m->cuda || !m->staged_get || (!s_dev && !r_dev)) {
+            return INFINITY;
+        }
+        if (s_dev) {
+            stages[num++] = &m->d2h;
+            stages[num++] = &m->ctrl;
+        }
+        stages[num++] = &m->host_get;
+        if (r_dev) {
+            stages[num++] = &m->h2d;
+        }
+        return (s_dev ? 2 : 1) * ctrl +
+               ucp_rndv_model_pipe(m, size, m->frag_host, stages, num);
     default:
         return INFINITY;
     }
@@ -257,6 +275,9 @@ double ucp_rndv_model_rndv_time(const ucp_rndv_model_t *m, ucp_rndv_kind_t s,
     } else if (m->ipc && m->cuda && m->frag_cuda_on &&
                (ucp_rndv_kind_is_device(s) || ucp_rndv_kind_is_device(r))) {
         proto = UCP_RNDV_MODEL_PIPE_CUDA;
+    } else if (!m->ipc && m->host_rma && m->cuda && m->staged_get &&
+               (ucp_rndv_kind_is_device(s) || ucp_rndv_kind_is_device(r))) {
+        proto = UCP_RNDV_MODEL_PIPE_HOST_GET;
     } else {
         proto = UCP_RNDV_MODEL_PIPE_AM;
     }
@@ -326,11 +347,12 @@ size_t ucp_rndv_model_thresh(const ucp_rndv_model_t *m, ucp_rndv_kind_t s)
 const char *ucp_rndv_model_proto_name(ucp_rndv_model_proto_t proto)
 {
     static const char *names[UCP_RNDV_MODEL_LAST] = {
-        [UCP_RNDV_MODEL_EAGER]     = "eager",
-        [UCP_RNDV_MODEL_GET]       = "get_zcopy",
-        [UCP_RNDV_MODEL_PUT]       = "put_zcopy",
-        [UCP_RNDV_MODEL_PIPE_CUDA] = "pipeline (device fragments)",
-        [UCP_RNDV_MODEL_PIPE_AM]   = "pipeline (active messages)"};
+        [UCP_RNDV_MODEL_EAGER]         = "eager",
+        [UCP_RNDV_MODEL_GET]           = "get_zcopy",
+        [UCP_RNDV_MODEL_PUT]           = "put_zcopy",
+        [UCP_RNDV_MODEL_PIPE_CUDA]     = "pipeline (device fragments)",
+        [UCP_RNDV_MODEL_PIPE_AM]       = "pipeline (active messages)",
+        [UCP_RNDV_MODEL_PIPE_HOST_GET] = "pipeline (host fragments read)"};
 
     return ((unsigned)proto < UCP_RNDV_MODEL_LAST) ? names[proto] : "?";
 }

@@ -39,12 +39,13 @@ typedef enum {
 
 /** Protocols the model times. */
 typedef enum {
-    UCP_RNDV_MODEL_EAGER,     /**< eager, device data staged through host memory */
-    UCP_RNDV_MODEL_GET,       /**< receiver reads the sender's buffer (cuda_ipc,
-                                   or the host lane between host buffers) */
-    UCP_RNDV_MODEL_PUT,       /**< sender writes the receiver's buffer (cuda_ipc) */
-    UCP_RNDV_MODEL_PIPE_CUDA, /**< device fragments, read by the receiver */
-    UCP_RNDV_MODEL_PIPE_AM,   /**< host fragments sent as active messages */
+    UCP_RNDV_MODEL_EAGER,         /**< eager, device data staged through host memory */
+    UCP_RNDV_MODEL_GET,           /**< receiver reads the sender's buffer (cuda_ipc,
+                                       or the host lane between host buffers) */
+    UCP_RNDV_MODEL_PUT,           /**< sender writes the receiver's buffer (cuda_ipc) */
+    UCP_RNDV_MODEL_PIPE_CUDA,     /**< device fragments, read by the receiver */
+    UCP_RNDV_MODEL_PIPE_AM,       /**< host fragments sent as active messages */
+    UCP_RNDV_MODEL_PIPE_HOST_GET, /**< host fragments read over the host lane */
     UCP_RNDV_MODEL_LAST
 } ucp_rndv_model_proto_t;
 
@@ -101,22 +102,25 @@ typedef struct ucp_rndv_model {
     size_t frag_host;        /**< pipeline fragment sizes */
     size_t frag_cuda;
     int frag_cuda_on; /**< device fragments can be used */
+    int staged_get;   /**< device data may be read through host fragments
+                           over the host lane (UCX_RNDV_PIPELINE_HOST_GET) */
 } ucp_rndv_model_t;
 
 /**
  * Fill @a model from the transports: @a am_iface carries control messages
  * and eager data (segments of @a am_seg bytes); @a copy_iface (cuda_copy),
  * @a ipc_iface (cuda_ipc) and @a host_iface (the host lane, which reads
- * a peer's host memory) may be NULL. Fragment sizes and whether
- * device fragments can be used come from the caller.
+ * a peer's host memory) may be NULL. Fragment sizes, whether device
+ * fragments can be used and whether device data may be read through host
+ * fragments come from the caller.
  *
  * @return UCS_OK, or the error of a transport's estimate (logged).
  */
 ucs_status_t ucp_rndv_model_build(ucp_rndv_model_t *model, uct_iface_h am_iface,
                                   size_t am_seg, uct_iface_h copy_iface,
                                   uct_iface_h ipc_iface, uct_iface_h host_iface,
-                                  size_t frag_host,
-                                  size_t frag_cuda, int frag_cuda_on);
+                                  size_t frag_host, size_t frag_cuda, int frag_cuda_on,
+                                  int staged_get);
 
 /**
  * Time, in seconds, for @a proto to move @a size bytes from a sender of

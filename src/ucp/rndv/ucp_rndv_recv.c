@@ -28,7 +28,7 @@ static const int ucp_rndv_try_order[UCP_RNDV_SCHEME_LAST][UCP_RNDV_TRY_LAST] = {
     [UCP_RNDV_SCHEME_PIPELINE]  = {UCP_RNDV_TRY_PIPE, UCP_RNDV_TRY_PIPE, UCP_RNDV_TRY_PIPE},
 };
 
-static void ucp_rndv_recv_done(ucp_rndv_req_t *rreq, ucs_status_t status)
+void ucp_rndv_recv_done(ucp_rndv_req_t *rreq, ucs_status_t status)
 {
     ucp_rndv_ats_t ats;
 
@@ -77,12 +77,20 @@ static int ucp_rndv_recv_same_gpu_host_stage(ucp_rndv_req_t *rreq)
            (rreq->length <= cfg->same_gpu_host_max) && ucp_rndv_recv_same_gpu(rreq);
 }
 
-static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
+/* @a rts: the RTS when it is at hand (the first choice), else NULL (a
+ * fallback after a failed read). */
+static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags,
+                                   const ucp_rndv_rts_t *rts, const void *key)
 {
     ucp_worker_h worker = rreq->worker;
     ucp_ep_h ep         = ucp_rndv_recv_ep(rreq);
     ucp_rndv_rtr_t rtr;
     ucs_status_t status;
+
+    /* Host data into a device buffer over a host lane: our reads. */
+    if ((rts != NULL) && (ucp_rndv_hread_start(rreq, rts, key) == UCS_OK)) {
+        return;
+    }
 
     memset(&rtr, 0, sizeof(rtr));
     rtr.sreq_id = rreq->remote_id;
@@ -96,6 +104,10 @@ static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
         (rts_flags & UCP_RNDV_RTS_FLAG_CAN_FRAG)) {
         rtr.mode    = UCP_RNDV_RTR_PIPE_CUDA;
         rreq->proto = UCP_PROTO_STAT_RNDV_PIPE_CUDA;
+    } else if ((rts_flags & UCP_RNDV_RTS_FLAG_HOST_FRAG) &&
+               !ucp_rndv_recv_host_to_host(rreq) && ucp_rndv_hread_possible(rreq, ep)) {
+        rtr.mode    = UCP_RNDV_RTR_PIPE_HOST_GET;
+        rreq->proto = UCP_PROTO_STAT_RNDV_PIPE_HOST_GET;
     } else {
         rtr.mode    = UCP_RNDV_RTR_PIPE_AM;
         rreq->proto = ucp_rndv_recv_host_to_host(rreq) ?
@@ -108,10 +120,10 @@ static void ucp_rndv_recv_pipeline(ucp_rndv_req_t *rreq, uint32_t rts_flags)
     }
     ucs_debug("ucp: rendezvous receive 0x%llx: pipeline, %s%s",
               (unsigned long long)rreq->id,
-              (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) ? "device fragments" :
-                                                       "active messages",
-              (rtr.mode & UCP_RNDV_RTR_FLAG_SAME_GPU) ? ", whole pieces (same GPU)" :
-                                                        "");
+              (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA)       ? "device fragments"
+              : (rreq->mode == UCP_RNDV_RTR_PIPE_HOST_GET) ? "host fragments read"
+                                                           : "active messages",
+              (rtr.mode & UCP_RNDV_RTR_FLAG_SAME_GPU) ? ", whole pieces (same GPU)" : "");
     status = ucp_rndv_ctrl_send(worker, rreq->peer_uuid, UCP_AM_ID_RNDV_RTR, &rtr,
                                 sizeof(rtr), NULL, 0);
     if (status != UCS_OK) {
@@ -160,7 +172,18 @@ static void ucp_rndv_recv_get_done(ucp_rndv_op_t *op)
     } else {
         ucp_rndv_warn_import_failed(status);
     }
-    ucp_rndv_recv_pipeline(rreq, rreq->rts_flags >> 8);
+    ucp_rndv_recv_pipeline(rreq, rreq->rts_flags >> 8, NULL, NULL);
+}
+
+void ucp_rndv_recv_read_failed(ucp_rndv_req_t *rreq, ucs_status_t status)
+{
+    ucp_rndv_recv_host_get_failed(rreq, status);
+    ucp_rndv_hread_release(rreq);
+    rreq->mode         = 0;
+    rreq->done_bytes   = 0;
+    rreq->next_offset  = 0;
+    rreq->hread_status = UCS_OK;
+    ucp_rndv_recv_pipeline(rreq, rreq->rts_flags >> 8, NULL, NULL);
 }
 
 static ucs_status_t ucp_rndv_recv_get(ucp_rndv_req_t *rreq,
@@ -361,7 +384,7 @@ void ucp_rndv_recv_start(ucp_request_t *req, const void *data, size_t len)
             status = ucp_rndv_recv_put(rreq, &rts, NULL);
             break;
         default:
-            ucp_rndv_recv_pipeline(rreq, rts.flags);
+            ucp_rndv_recv_pipeline(rreq, rts.flags, &rts, key);
             return;
         }
         if (status == UCS_OK) {
@@ -446,6 +469,12 @@ ucs_status_t ucp_rndv_am_frag(void *arg, void *data, size_t length, unsigned fla
     memcpy(&msg, data, sizeof(msg));
     rreq = ucp_rndv_req_find(worker, msg.rreq_id, 0, "FRAG");
     if (rreq == NULL) {
+        return UCS_OK;
+    }
+    if ((rreq->mode == UCP_RNDV_RTR_PIPE_HOST_GET) && (rreq->buffer != NULL) &&
+        (sizeof(msg) + msg.key_len <= length) && (msg.offset <= rreq->length) &&
+        (msg.length <= rreq->length - msg.offset)) {
+        ucp_rndv_hread_frag(rreq, &msg, (const char *)data + sizeof(msg));
         return UCS_OK;
     }
     ep = ucp_rndv_recv_ep(rreq);

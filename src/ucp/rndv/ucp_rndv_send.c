@@ -32,6 +32,23 @@ static int ucp_rndv_send_can_frag(ucp_rndv_req_t *rreq, ucp_ep_h ep)
                                    ucp_rndv_req_gpu(rreq));
 }
 
+int ucp_rndv_send_can_host_frag(ucp_rndv_req_t *rreq, ucp_ep_h ep)
+{
+    return (rreq->buffer != NULL) && (rreq->mem_type != UCS_MEMORY_TYPE_HOST) &&
+           (ep != NULL) && (ep->host_rma_ep != NULL) && (ep->rma_ep == NULL) &&
+           rreq->worker->context->rndv.staged_get &&
+           ucp_rndv_frag_supported(rreq->worker, UCS_MEMORY_TYPE_HOST,
+                                   ucp_rndv_req_gpu(rreq));
+}
+
+/* The fragments of a pipeline: device ones read by cuda_ipc, or host ones
+ * read over the host lane. */
+static ucs_memory_type_t ucp_rndv_send_frag_type(const ucp_rndv_req_t *rreq)
+{
+    return (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) ? UCS_MEMORY_TYPE_CUDA
+                                                  : UCS_MEMORY_TYPE_HOST;
+}
+
 /* The key of a contiguous device buffer and whether it exports, in the
  * worker's scratch: the threshold asks first (ucp_rndv_send_wanted), then
  * ucp_rndv_send_start takes the registration for the same buffer in the
@@ -213,6 +230,9 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
     if (ucp_rndv_send_can_frag(rreq, ep)) {
         rts.flags |= UCP_RNDV_RTS_FLAG_CAN_FRAG;
     }
+    if (ucp_rndv_send_can_host_frag(rreq, ep)) {
+        rts.flags |= UCP_RNDV_RTS_FLAG_HOST_FRAG;
+    }
     rreq->rts_flags = rts.flags;
     ucs_debug("ucp: rendezvous send 0x%llx: %zu bytes of %s memory, tag 0x%llx, "
               "flags 0x%x", (unsigned long long)rreq->id, rreq->length,
@@ -299,14 +319,21 @@ static void ucp_rndv_send_frag_copied(ucp_rndv_op_t *op)
     ucp_rndv_frag_msg_t msg;
     const void *key;
     size_t key_len;
+    ucp_ep_h ep;
 
     ucp_rndv_op_free(op);
     if (rreq == NULL) {
         ucp_rndv_frag_put(worker, frag);
         return;
     }
+    if ((status == UCS_OK) && (frag->mem_type == UCS_MEMORY_TYPE_HOST)) {
+        ep     = ucp_worker_find_ep(worker, rreq->peer_uuid);
+        key    = (ep == NULL) ? NULL : ucp_rndv_frag_host_key(frag, ep, &key_len);
+        status = (key == NULL) ? UCS_ERR_UNREACHABLE : UCS_OK;
+    } else {
+        key = ucp_rndv_frag_key(frag, &key_len);
+    }
     if (status == UCS_OK) {
-        key            = ucp_rndv_frag_key(frag, &key_len);
         msg.rreq_id    = rreq->remote_id;
         msg.sreq_id    = rreq->id;
         msg.offset     = offset;
@@ -344,7 +371,8 @@ size_t ucp_rndv_send_piece_size(size_t length, size_t frag_size, unsigned depth)
 /* Keep up to UCX_RNDV_PIPELINE_DEPTH fragments of the message in flight. */
 static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
 {
-    ucp_worker_h worker = rreq->worker;
+    ucp_worker_h worker    = rreq->worker;
+    ucs_memory_type_t type = ucp_rndv_send_frag_type(rreq);
     ucp_rndv_frag_t *frag;
     ucp_rndv_op_t *op;
     ucs_status_t status;
@@ -352,14 +380,13 @@ static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
 
     while ((rreq->inflight < worker->context->rndv.depth) &&
            (rreq->next_offset < rreq->length)) {
-        frag = ucp_rndv_frag_get(worker, UCS_MEMORY_TYPE_CUDA, ucp_rndv_req_gpu(rreq),
-                                 rreq->id);
+        frag = ucp_rndv_frag_get(worker, type, ucp_rndv_req_gpu(rreq), rreq->id);
         if (frag == NULL) {
             if ((rreq->inflight == 0) && (rreq->next_offset == 0) &&
-                !ucp_rndv_frag_supported(worker, UCS_MEMORY_TYPE_CUDA,
-                                         ucp_rndv_req_gpu(rreq))) {
-                ucs_debug("ucp: rendezvous 0x%llx: no device fragments, data "
-                          "as active messages", (unsigned long long)rreq->id);
+                !ucp_rndv_frag_supported(worker, type, ucp_rndv_req_gpu(rreq))) {
+                ucs_debug("ucp: rendezvous 0x%llx: no %s fragments, data "
+                          "as active messages",
+                          (unsigned long long)rreq->id, ucs_memory_type_names[type]);
                 rreq->proto = UCP_PROTO_STAT_LAST;
                 ucp_rndv_send_am_start(rreq);
             } else if (rreq->inflight == 0) {
@@ -373,8 +400,10 @@ static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
             ucp_rndv_send_abort(rreq, UCS_ERR_NO_MEMORY);
             return;
         }
+        /* Host fragments are read at the network's pace: whole ones keep
+         * the reads few and large. */
         piece = frag->size;
-        if (!rreq->whole_pieces &&
+        if (!rreq->whole_pieces && (type != UCS_MEMORY_TYPE_HOST) &&
             !(worker->context->rndv.split_alone &&
               ucp_rndv_frag_shared(worker, frag, rreq->inflight))) {
             piece = ucp_rndv_send_piece_size(rreq->length, frag->size,
@@ -417,7 +446,8 @@ ucs_status_t ucp_rndv_am_frag_ack(void *arg, void *data, size_t length,
     if (rreq == NULL) {
         return UCS_OK;
     }
-    frag = ucp_rndv_frag_find(worker, ack.frag_index, rreq->id);
+    frag = ucp_rndv_frag_find(worker, ucp_rndv_send_frag_type(rreq), ack.frag_index,
+                              rreq->id);
     if (frag == NULL) {
         ucs_error("ucp: FRAG_ACK for fragment %u not held by request 0x%llx",
                   ack.frag_index, (unsigned long long)rreq->id);
@@ -541,7 +571,8 @@ static void ucp_rndv_send_am_start(ucp_rndv_req_t *rreq)
 
 void ucp_rndv_send_resume(ucp_rndv_req_t *rreq)
 {
-    if (rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) {
+    if ((rreq->mode == UCP_RNDV_RTR_PIPE_CUDA) ||
+        (rreq->mode == UCP_RNDV_RTR_PIPE_HOST_GET)) {
         ucp_rndv_send_frag_fill(rreq);
     } else {
         ucp_rndv_send_am_start(rreq);
@@ -595,6 +626,17 @@ ucs_status_t ucp_rndv_am_rtr(void *arg, void *data, size_t length, unsigned flag
         }
         ucs_debug("ucp: rendezvous 0x%llx: no device fragments here, data as "
                   "active messages", (unsigned long long)rreq->id);
+    } else if ((rtr.mode & UCP_RNDV_RTR_MODE_MASK) == UCP_RNDV_RTR_PIPE_HOST_GET) {
+        ep = ucp_worker_find_ep(worker, rreq->peer_uuid);
+        if (ucp_rndv_send_can_host_frag(rreq, ep)) {
+            rreq->mode  = UCP_RNDV_RTR_PIPE_HOST_GET;
+            rreq->proto = UCP_PROTO_STAT_RNDV_PIPE_HOST_GET;
+            ucp_rndv_send_frag_fill(rreq);
+            return UCS_OK;
+        }
+        ucs_debug("ucp: rendezvous 0x%llx: no host fragments for reads here, "
+                  "data as active messages",
+                  (unsigned long long)rreq->id);
     }
     ucp_rndv_send_am_start(rreq);
     return UCS_OK;

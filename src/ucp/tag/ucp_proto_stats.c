@@ -12,16 +12,17 @@
 #include <string.h>
 
 static const char *ucp_proto_stat_names[] = {
-    [UCP_PROTO_STAT_EAGER_SHORT]    = "eager_short",
-    [UCP_PROTO_STAT_EAGER_BCOPY]    = "eager_bcopy",
-    [UCP_PROTO_STAT_EAGER_MULTI]    = "eager_multi",
-    [UCP_PROTO_STAT_EAGER_STAGED]   = "eager_staged",
-    [UCP_PROTO_STAT_RNDV_GET]       = "rndv_get",
-    [UCP_PROTO_STAT_RNDV_HOST_GET]  = "rndv_host_get",
-    [UCP_PROTO_STAT_RNDV_PUT]       = "rndv_put",
-    [UCP_PROTO_STAT_RNDV_PIPE_CUDA] = "rndv_pipe_cuda",
-    [UCP_PROTO_STAT_RNDV_PIPE_HOST] = "rndv_pipe_host",
-    [UCP_PROTO_STAT_RNDV_AM]        = "rndv_am",
+    [UCP_PROTO_STAT_EAGER_SHORT]        = "eager_short",
+    [UCP_PROTO_STAT_EAGER_BCOPY]        = "eager_bcopy",
+    [UCP_PROTO_STAT_EAGER_MULTI]        = "eager_multi",
+    [UCP_PROTO_STAT_EAGER_STAGED]       = "eager_staged",
+    [UCP_PROTO_STAT_RNDV_GET]           = "rndv_get",
+    [UCP_PROTO_STAT_RNDV_HOST_GET]      = "rndv_host_get",
+    [UCP_PROTO_STAT_RNDV_PUT]           = "rndv_put",
+    [UCP_PROTO_STAT_RNDV_PIPE_CUDA]     = "rndv_pipe_cuda",
+    [UCP_PROTO_STAT_RNDV_PIPE_HOST]     = "rndv_pipe_host",
+    [UCP_PROTO_STAT_RNDV_AM]            = "rndv_am",
+    [UCP_PROTO_STAT_RNDV_PIPE_HOST_GET] = "rndv_pipe_host_get",
 };
 
 const char *ucp_proto_stat_name(ucp_proto_stat_t proto)
@@ -57,6 +58,13 @@ const char *ucp_proto_stat_transport(ucp_ep_h ep, ucp_proto_stat_t proto)
         return (ep->host_rma_ep != NULL)
                    ? rscs[ep->host_lane->wiface->rsc_index].desc.tl_name
                    : "-";
+    case UCP_PROTO_STAT_RNDV_PIPE_HOST_GET:
+        if ((ep->host_rma_ep == NULL) || !staged) {
+            return "-";
+        }
+        snprintf(buf, sizeof(buf), "%s+%s", mt_tl,
+                 rscs[ep->host_lane->wiface->rsc_index].desc.tl_name);
+        return buf;
     case UCP_PROTO_STAT_RNDV_GET:
     case UCP_PROTO_STAT_RNDV_PUT:
         return rma_tl;

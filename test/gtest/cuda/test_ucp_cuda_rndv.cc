@@ -362,17 +362,20 @@ INSTANTIATE_TEST_SUITE_P(pairs, test_ucp_cuda_rndv,
                          pair_name);
 
 /* What a message between two nodes without RDMA takes: tcp and cuda_copy
- * only, so device data goes as active messages through host fragments
- * (host data is read over tcp),
- * the copy of one piece beside the socket transfer of the previous one
- * (ucp_rndv_stage.c). Sizes: below one fragment, one, two, five and a bit;
- * three messages at once, so requests share the fragment pool; copies
- * complete late on the model. */
+ * only. By default device data goes through host fragments that the
+ * receiver reads over tcp (sender's fragments, into ours or straight into a
+ * host buffer; host data into a device buffer is read into ours,
+ * ucp_rndv_hread.c); host data into host memory is one read. With
+ * UCX_RNDV_PIPELINE_HOST_GET=n device data goes as active messages through
+ * host fragments, the copy of one piece beside the socket transfer of the
+ * previous one (ucp_rndv_stage.c). Sizes: below one fragment, one, two, five
+ * and a bit; three messages at once, so requests share the fragment pool;
+ * copies complete late on the model. */
 class test_ucp_cuda_rndv_tcp : public test_ucp_cuda_rndv
 {
   protected:
     void run(const std::vector<std::pair<std::string, std::string>> &extra,
-             unsigned concurrent, int overlaps)
+             unsigned concurrent, int overlaps, bool reads = false)
     {
         const kind_t &s = k_kinds[std::get<0>(GetParam())];
         const kind_t &r = k_kinds[std::get<1>(GetParam())];
@@ -380,6 +383,9 @@ class test_ucp_cuda_rndv_tcp : public test_ucp_cuda_rndv
 
         env.push_back({"UCX_TLS", "tcp,cuda_copy"});
         env.push_back({"UCX_NET_DEVICES", "lo"});
+        if (!reads) {
+            env.push_back({"UCX_RNDV_PIPELINE_HOST_GET", "n"});
+        }
         /* The fragments here are scaled down to k_frag; segments keep the
          * default proportion (256K segments, 512K host fragments): no larger
          * than a fragment, so that a fragment fills over several arrivals
@@ -389,6 +395,7 @@ class test_ucp_cuda_rndv_tcp : public test_ucp_cuda_rndv
          * tcp connection (tcp get, docs/rendezvous.md). */
         run_sizes(s, r,
                   (s.host && r.host) ? UCP_PROTO_STAT_RNDV_HOST_GET
+                  : reads            ? UCP_PROTO_STAT_RNDV_PIPE_HOST_GET
                                      : UCP_PROTO_STAT_RNDV_PIPE_HOST,
                   env, {k_frag - 1, k_frag, 2 * k_frag, 5 * k_frag + 3}, concurrent,
                   8 * 1024, 0, -1, false, overlaps);
@@ -409,6 +416,26 @@ TEST_P(test_ucp_cuda_rndv_tcp, fragment_pool_too_small_for_two_per_message)
 TEST_P(test_ucp_cuda_rndv_tcp, one_fragment_per_message)
 {
     run({{"UCX_RNDV_AM_STAGE_OVERLAP", "n"}}, 1, 0);
+}
+
+/* The default: reads of host fragments, no data messages (so no staging
+ * copy beside a socket send). */
+TEST_P(test_ucp_cuda_rndv_tcp, device_data_read_through_host_fragments)
+{
+    run({}, 3, 0, true);
+}
+
+TEST_P(test_ucp_cuda_rndv_tcp, reads_wait_for_fragments_of_a_small_pool)
+{
+    /* Three messages of up to six pieces, two fragments per side: senders
+     * and receivers wait for fragments, and a receiver's fragment is still
+     * copying to the device when the sender's next one is announced. */
+    run({{"UCX_RNDV_FRAG_POOL_SIZE", "2"}}, 3, 0, true);
+}
+
+TEST_P(test_ucp_cuda_rndv_tcp, reads_with_one_fragment_in_flight)
+{
+    run({{"UCX_RNDV_PIPELINE_DEPTH", "1"}, {"UCX_RNDV_FRAG_POOL_SIZE", "1"}}, 1, 0, true);
 }
 
 /* host, legacy, async default pool, pool without handles, VMM without

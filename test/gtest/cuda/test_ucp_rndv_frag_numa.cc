@@ -308,8 +308,10 @@ TEST(test_ucp_rndv_frag_device, device_fragments_live_on_the_gpu_of_the_buffer)
             EXPECT_CU(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                             (CUdeviceptr)(uintptr_t)x.frag->address));
             EXPECT_EQ(x.device, ordinal) << "fragment of owner " << x.owner;
-            EXPECT_EQ(x.frag, ucp_rndv_frag_find(w.m_worker, x.frag->index, x.owner));
-            EXPECT_EQ(nullptr, ucp_rndv_frag_find(w.m_worker, x.frag->index, 99));
+            EXPECT_EQ(x.frag, ucp_rndv_frag_find(w.m_worker, UCS_MEMORY_TYPE_CUDA,
+                                                 x.frag->index, x.owner));
+            EXPECT_EQ(nullptr, ucp_rndv_frag_find(w.m_worker, UCS_MEMORY_TYPE_CUDA,
+                                                  x.frag->index, 99));
         }
         EXPECT_NE(f0->index, f1->index);
         EXPECT_EQ(f1->index + 1, f1b->index);

@@ -139,6 +139,44 @@ TEST(test_ucp_rndv_model, receiver_rules_pick_the_protocol)
     EXPECT_EQ(UCP_RNDV_MODEL_PIPE_AM, p);
 }
 
+TEST(test_ucp_rndv_model, device_data_over_a_host_lane_reads_host_fragments)
+{
+    ucp_rndv_model_t m = round_model(true, false);
+    ucp_rndv_model_proto_t p;
+    const size_t n = 1000000;
+
+    m.host_rma   = 1;
+    m.host_get   = cost(3, 2);
+    m.staged_get = 1;
+    ucp_rndv_model_rndv_time(&m, UCP_RNDV_KIND_DEVICE, UCP_RNDV_KIND_DEVICE, 8, &p);
+    EXPECT_EQ(UCP_RNDV_MODEL_PIPE_HOST_GET, p);
+    ucp_rndv_model_rndv_time(&m, UCP_RNDV_KIND_HOST, UCP_RNDV_KIND_DEVICE, 8, &p);
+    EXPECT_EQ(UCP_RNDV_MODEL_PIPE_HOST_GET, p);
+    ucp_rndv_model_rndv_time(&m, UCP_RNDV_KIND_HOST, UCP_RNDV_KIND_HOST, 8, &p);
+    EXPECT_EQ(UCP_RNDV_MODEL_GET, p);
+    /* one fragment, device -> device: RTS, RTR + out 10 + 100, FRAG 1,
+     * read 3 + 500, in 5 + 100 */
+    EXPECT_NEAR(2 + 110 + 1 + 503 + 105,
+                t_us(m, UCP_RNDV_MODEL_PIPE_HOST_GET, UCP_RNDV_KIND_DEVICE,
+                     UCP_RNDV_KIND_DEVICE, n),
+                1e-6);
+    /* host -> device: RTS + read + in */
+    EXPECT_NEAR(1 + 503 + 105,
+                t_us(m, UCP_RNDV_MODEL_PIPE_HOST_GET, UCP_RNDV_KIND_HOST,
+                     UCP_RNDV_KIND_DEVICE, n),
+                1e-6);
+    EXPECT_TRUE(std::isinf(ucp_rndv_model_time(
+        &m, UCP_RNDV_MODEL_PIPE_HOST_GET, UCP_RNDV_KIND_HOST, UCP_RNDV_KIND_HOST, n)));
+    /* UCX_RNDV_PIPELINE_HOST_GET=n, or a device lane to the peer */
+    m.staged_get = 0;
+    ucp_rndv_model_rndv_time(&m, UCP_RNDV_KIND_DEVICE, UCP_RNDV_KIND_DEVICE, 8, &p);
+    EXPECT_EQ(UCP_RNDV_MODEL_PIPE_AM, p);
+    m.staged_get = 1;
+    m.ipc        = 1;
+    ucp_rndv_model_rndv_time(&m, UCP_RNDV_KIND_DEVICE, UCP_RNDV_KIND_DEVICE, 8, &p);
+    EXPECT_EQ(UCP_RNDV_MODEL_PIPE_CUDA, p);
+}
+
 TEST(test_ucp_rndv_model, exportable_device_sender_reads_at_every_size)
 {
     ucp_rndv_model_t m = round_model();
