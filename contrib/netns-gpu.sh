@@ -7,7 +7,8 @@
 #      checked) with one rank per host, for each buffer kind;
 #   2. ucx_perftest client/server across the hosts, tag_bw (and tag_bibw, both directions at once) at 1, 4 and 64 MiB
 #      for host memory and each kind, with the default settings and with
-#      UCX_RNDV_AM_STAGE_OVERLAP=n (copy and send in turn), in one run; and
+#      $CONTRAST (default UCX_RNDV_PIPELINE_HOST_GET=n: data messages
+#      through host fragments instead of reads of them), in one run; and
 #      the same pairs inside one host (shared memory, cuda_ipc) for contrast.
 # Each host's daemon would bind its rank to core 0 (both ranks on one core):
 # ranks are unbound and pinned by rank number instead (CPUs 2 and 4), and
@@ -20,7 +21,8 @@
 # usage: contrib/netns-gpu.sh BUILD_DIR
 # environment: OUT (.), KINDS (host cuda cuda-async cuda-pool cuda-vmm),
 #   PERF_KINDS (host cuda cuda-async cuda-pool cuda-vmm-noipc cuda-vmm),
-#   CUDA_DIR (/usr/local/cuda), TIME_BUDGET (seconds, 300)
+#   CUDA_DIR (/usr/local/cuda), TIME_BUDGET (seconds, 300),
+#   CONTRAST (UCX_RNDV_PIPELINE_HOST_GET=n)
 # Needs root, iproute2 (`ip`; a carried binary on PATH will do), util-linux,
 # Open MPI with mpicc, the CUDA toolkit.
 set -uo pipefail
@@ -31,6 +33,7 @@ cuda_dir=${CUDA_DIR:-/usr/local/cuda}
 kinds=${KINDS:-host cuda cuda-async cuda-pool cuda-vmm}
 perf_kinds=${PERF_KINDS:-host cuda cuda-async cuda-pool cuda-vmm-noipc cuda-vmm}
 budget=${TIME_BUDGET:-300}
+contrast=${CONTRAST:-UCX_RNDV_PIPELINE_HOST_GET=n}
 start=$SECONDS
 mkdir -p "$out"
 summary=$out/summary.md
@@ -110,7 +113,7 @@ perf_run() {
     echo
     echo "## ucx_perftest tag_bw, MB/s, across the hosts (tcp) and within one (for contrast)"
     echo
-    echo "| kind | size | across, default | across, UCX_RNDV_AM_STAGE_OVERLAP=n | % of host (default) | across, tag_bibw (both directions, sum) | within one host |"
+    echo "| kind | size | across, default | across, $contrast | % of host (default) | across, tag_bibw (both directions, sum) | within one host |"
     echo "|---|---|---|---|---|---|---|"
 } >>"$summary"
 declare -A host_bw
@@ -118,7 +121,7 @@ for kind in $perf_kinds; do
     for size in 1048576 4194304 67108864; do
         over_budget && { echo "| $kind | $size | skipped (time budget) | | | | |" >>"$summary"; continue; }
         a=$(perf_run across "$kind" $size LD_LIBRARY_PATH="$libs")
-        b=$(perf_run across "$kind" $size LD_LIBRARY_PATH="$libs" UCX_RNDV_AM_STAGE_OVERLAP=n)
+        b=$(perf_run across "$kind" $size LD_LIBRARY_PATH="$libs" $contrast)
         w=$(perf_run within "$kind" $size LD_LIBRARY_PATH="$libs")
         bi=$(PERF_TEST=tag_bibw perf_run across "$kind" $size LD_LIBRARY_PATH="$libs")
         [ "$kind" = host ] && host_bw[$size]=$a
