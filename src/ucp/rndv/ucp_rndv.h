@@ -456,6 +456,13 @@ ucs_sys_device_t ucp_rndv_req_gpu(ucp_rndv_req_t *rreq);
  *  there. */
 ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_type,
                                    ucs_sys_device_t gpu, uint64_t owner);
+/** As ucp_rndv_frag_get(), from a pool of its own when @a recv: what a
+ *  receiver stages its reads in. Its fragments come back once a local copy
+ *  ends, while a sender's wait for the peer's read: sharing one pool, two
+ *  workers sending to each other could each hold every fragment for sends
+ *  and wait for the other's reads, which wait for a fragment. */
+ucp_rndv_frag_t *ucp_rndv_frag_get_recv(ucp_worker_h worker, ucs_memory_type_t mem_type,
+                                        ucs_sys_device_t gpu, uint64_t owner, int recv);
 /** The PCI address of GPU @a gpu as a nonzero 32-bit tag (domain, bus,
  *  slot, function) that another process on the node derives the same way,
  *  whatever its device numbering; 0 when unknown. */

@@ -51,6 +51,7 @@ typedef struct ucp_rndv_frag_pool {
     ucs_memory_type_t    mem_type;
     ucs_sys_device_t     sys_dev;   /* the GPU they stage for (device pools:
                                        where they live) */
+    int recv;                       /* for reads a receiver stages */
     unsigned             id;        /* device pools: top byte of the index */
     int                  numa_node; /* host pools: the node nearest it */
     size_t               frag_size;
@@ -103,11 +104,11 @@ uint32_t ucp_rndv_gpu_tag(ucs_sys_device_t gpu)
 /* The pool of @a mem_type for the GPU @a sys_dev, or NULL. */
 static ucp_rndv_frag_pool_t *ucp_rndv_frag_pool_find(ucp_worker_h worker,
                                                      ucs_memory_type_t mem_type,
-                                                     ucs_sys_device_t sys_dev)
+                                                     ucs_sys_device_t sys_dev, int recv)
 {
     ucp_rndv_frag_pool_t *pool = worker->rndv->pools[mem_type];
 
-    while ((pool != NULL) && (pool->sys_dev != sys_dev)) {
+    while ((pool != NULL) && ((pool->sys_dev != sys_dev) || (pool->recv != recv))) {
         pool = pool->next;
     }
     return pool;
@@ -115,13 +116,13 @@ static ucp_rndv_frag_pool_t *ucp_rndv_frag_pool_find(ucp_worker_h worker,
 
 static ucp_rndv_frag_pool_t *ucp_rndv_frag_pool(ucp_worker_h worker,
                                                 ucs_memory_type_t mem_type,
-                                                ucs_sys_device_t sys_dev)
+                                                ucs_sys_device_t sys_dev, int recv)
 {
     ucp_rndv_worker_t *rw = worker->rndv;
     char bus_id[UCS_SYS_BUS_ID_STR_MAX];
     ucp_rndv_frag_pool_t *pool;
 
-    pool = ucp_rndv_frag_pool_find(worker, mem_type, sys_dev);
+    pool = ucp_rndv_frag_pool_find(worker, mem_type, sys_dev, recv);
     if (pool != NULL) {
         return pool;
     }
@@ -135,6 +136,7 @@ static ucp_rndv_frag_pool_t *ucp_rndv_frag_pool(ucp_worker_h worker,
     }
     pool->mem_type  = mem_type;
     pool->sys_dev   = sys_dev;
+    pool->recv      = recv;
     pool->id        = (rw->pools[mem_type] == NULL) ? 0 : rw->pools[mem_type]->id + 1;
     pool->numa_node = UCS_NUMA_NODE_UNKNOWN;
     pool->frag_size = worker->context->rndv.frag_size[mem_type];
@@ -320,11 +322,17 @@ err:
 ucp_rndv_frag_t *ucp_rndv_frag_get(ucp_worker_h worker, ucs_memory_type_t mem_type,
                                    ucs_sys_device_t gpu, uint64_t owner)
 {
+    return ucp_rndv_frag_get_recv(worker, mem_type, gpu, owner, 0);
+}
+
+ucp_rndv_frag_t *ucp_rndv_frag_get_recv(ucp_worker_h worker, ucs_memory_type_t mem_type,
+                                        ucs_sys_device_t gpu, uint64_t owner, int recv)
+{
     ucp_rndv_frag_pool_t *pool;
     ucp_rndv_frag_t *frag;
     ucs_status_t status;
 
-    pool = ucp_rndv_frag_pool(worker, mem_type, gpu);
+    pool = ucp_rndv_frag_pool(worker, mem_type, gpu, recv);
     if ((pool == NULL) || pool->broken) {
         return NULL;
     }
@@ -440,7 +448,7 @@ int ucp_rndv_frag_supported(ucp_worker_h worker, ucs_memory_type_t mem_type,
     if (mem_type == UCS_MEMORY_TYPE_HOST) {
         return 1;
     }
-    pool = ucp_rndv_frag_pool_find(worker, mem_type, gpu);
+    pool = ucp_rndv_frag_pool_find(worker, mem_type, gpu, 0);
     if ((pool != NULL) ? pool->broken :
         ((rw->pools[mem_type] != NULL) &&
          (rw->pools[mem_type]->id + 1 >= UCP_RNDV_FRAG_POOL_MAX))) {
@@ -477,7 +485,7 @@ static int ucp_rndv_frag_available(ucp_worker_h worker, ucp_rndv_req_t *rreq)
     ucp_rndv_frag_pool_t *pool;
 
     /* The pool the request waits on: its GPU's, for either type. */
-    pool = ucp_rndv_frag_pool_find(worker, type, ucp_rndv_req_gpu(rreq));
+    pool = ucp_rndv_frag_pool_find(worker, type, ucp_rndv_req_gpu(rreq), !rreq->is_send);
 
     return (pool == NULL) || !ucs_list_is_empty(&pool->free) ||
            (pool->count < worker->context->rndv.frag_pool_max) || pool->broken;

@@ -219,8 +219,8 @@ static int ucp_rndv_hread_frag_get(ucp_rndv_req_t *rreq, ucp_rndv_frag_t **frag_
     if (rreq->mem_type == UCS_MEMORY_TYPE_HOST) {
         return 1;
     }
-    *frag_p = ucp_rndv_frag_get(rreq->worker, UCS_MEMORY_TYPE_HOST,
-                                ucp_rndv_req_gpu(rreq), rreq->id);
+    *frag_p = ucp_rndv_frag_get_recv(rreq->worker, UCS_MEMORY_TYPE_HOST,
+                                     ucp_rndv_req_gpu(rreq), rreq->id, 1);
     if (*frag_p != NULL) {
         return 1;
     }

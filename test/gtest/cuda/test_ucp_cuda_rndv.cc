@@ -438,6 +438,59 @@ TEST_P(test_ucp_cuda_rndv_tcp, reads_with_one_fragment_in_flight)
     run({{"UCX_RNDV_PIPELINE_DEPTH", "1"}, {"UCX_RNDV_FRAG_POOL_SIZE", "1"}}, 1, 0, true);
 }
 
+/* Both processes send device data to each other at once over tcp, more
+ * messages than their fragment pools can stage: a receiver's fragments must
+ * not depend on its own sends (each side's sends would hold every fragment
+ * while waiting for the other's reads, which wait for one: a deadlock seen
+ * in tag_bibw on an H100 before the receivers got a pool of their own). */
+TEST(test_ucp_cuda_rndv_tcp_both_ways, sends_each_way_beyond_the_pool_complete)
+{
+    if (cuda_test::device_count() < 1) {
+        GTEST_SKIP() << "no CUDA device";
+    }
+    const unsigned n  = 8;
+    const size_t size = 5 * k_frag + 3;
+    const kind_t kind = {false, mem_kind::legacy};
+    const std::vector<std::pair<std::string, std::string>> env = {
+        {"UCX_TLS", "tcp,cuda_copy"},
+        {"UCX_NET_DEVICES", "lo"},
+        {"UCX_RNDV_FRAG_POOL_SIZE", "8"}};
+
+    auto side = [&](oob_channel &oob) {
+        set_env(env);
+        cuda_test::init_device(0);
+        peer p;
+        p.init(oob);
+        std::vector<buffer> rbufs(n), sbufs(n);
+        std::vector<ucs_status_ptr_t> reqs;
+        for (unsigned i = 0; i < n; ++i) {
+            rbufs[i].init(kind);
+            memset(rbufs[i].host.data(), 0xee, k_alloc);
+            rbufs[i].upload();
+            sbufs[i].init(kind);
+            sbufs[i].fill(size, i + 1);
+        }
+        ASSERT_CU(cuCtxSynchronize());
+        ASSERT_TRUE(oob.barrier());
+        for (unsigned i = 0; i < n; ++i) {
+            reqs.push_back(p.recv(rbufs[i].ptr() + k_offset, size, i + 1));
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            reqs.push_back(p.send(sbufs[i].ptr() + k_offset, size, i + 1));
+        }
+        for (auto r : reqs) {
+            ASSERT_EQ(UCS_OK, p.wait(r));
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            check_received(rbufs[i], size, i + 1, "message " + std::to_string(i + 1));
+        }
+        EXPECT_EQ(2 * n, p.count(UCP_PROTO_STAT_RNDV_PIPE_HOST_GET));
+        ASSERT_TRUE(oob.barrier());
+        p.cleanup(oob);
+    };
+    cuda_test::cuda_two_processes(side, side, 60.0);
+}
+
 /* host, legacy, async default pool, pool without handles, VMM without
  * handles, VMM of two chunks: the exportable kinds make no difference over
  * tcp, which exports nothing. */
