@@ -398,6 +398,10 @@ ucs_status_t ucp_rndv_am_frag_ack(void *arg, void *data, size_t length,
 
 /** A matched receive for the RTS message @a rts (of @a len bytes). */
 void ucp_rndv_recv_start(ucp_request_t *req, const void *rts, size_t len);
+/** Receiver: give the sender's fragment @a frag_index of request @a sreq_id
+ *  back (FRAG_ACK), with the status of its read. */
+void ucp_rndv_recv_frag_ack(ucp_worker_h worker, uint64_t peer_uuid, uint64_t sreq_id,
+                            uint32_t frag_index, ucs_status_t status);
 /** Receiver: tell the sender (ATS) and complete the request. */
 void ucp_rndv_recv_done(ucp_rndv_req_t *rreq, ucs_status_t status);
 /** Receiver: a read of the sender's host buffer failed; stop reading from

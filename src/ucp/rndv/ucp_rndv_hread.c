@@ -49,19 +49,15 @@ static int ucp_rndv_hread_self(const ucp_rndv_req_t *rreq)
     return rreq->hread_key != NULL;
 }
 
-static void ucp_rndv_hread_ack(ucp_worker_h worker, const ucp_rndv_op_t *op,
-                               ucs_status_t status)
+/* The sender's fragment back, unless the piece was of its own buffer
+ * (@a sreq_id 0). */
+static void ucp_rndv_hread_ack(ucp_rndv_req_t *rreq, uint64_t sreq_id,
+                               uint32_t frag_index, ucs_status_t status)
 {
-    ucp_rndv_frag_ack_t ack;
-
-    if (op->remote_id == 0) {
-        return; /* the sender's own buffer: nothing to give back */
+    if (sreq_id != 0) {
+        ucp_rndv_recv_frag_ack(rreq->worker, rreq->peer_uuid, sreq_id, frag_index,
+                               status);
     }
-    ack.sreq_id    = op->remote_id;
-    ack.frag_index = op->frag_index;
-    ack.status     = status;
-    (void)ucp_rndv_ctrl_send(worker, op->peer_uuid, UCP_AM_ID_RNDV_FRAG_ACK, &ack,
-                             sizeof(ack), NULL, 0);
 }
 
 /* A piece of @a len bytes is in place (or failed): finish the request when
@@ -125,7 +121,10 @@ static void ucp_rndv_hread_got(ucp_rndv_op_t *op)
     size_t len            = op->length;
 
     /* The sender's fragment is free once read, whatever happens here. */
-    ucp_rndv_hread_ack(worker, op, status);
+    if (op->remote_id != 0) {
+        ucp_rndv_recv_frag_ack(worker, op->peer_uuid, op->remote_id, op->frag_index,
+                               status);
+    }
     if (op->rkey_component != NULL) {
         uct_rkey_release(op->rkey_component, &op->rkey);
         op->rkey_component = NULL;
@@ -161,10 +160,7 @@ static void ucp_rndv_hread_piece_failed(ucp_rndv_req_t *rreq, size_t len,
                                         uint64_t sreq_id, uint32_t frag_index,
                                         ucp_rndv_frag_t *frag, ucs_status_t status)
 {
-    ucp_rndv_op_t tmp = {
-        .remote_id = sreq_id, .peer_uuid = rreq->peer_uuid, .frag_index = frag_index};
-
-    ucp_rndv_hread_ack(rreq->worker, &tmp, status);
+    ucp_rndv_hread_ack(rreq, sreq_id, frag_index, status);
     if (frag != NULL) {
         ucp_rndv_frag_put(rreq->worker, frag);
     }
@@ -247,13 +243,11 @@ static void ucp_rndv_hread_fill(ucp_rndv_req_t *rreq)
            (rreq->next_offset < rreq->length) && (rreq->hread_status == UCS_OK) &&
            ucp_rndv_hread_frag_get(rreq, &frag)) {
         offset = rreq->next_offset;
-        len    = rreq->length - offset;
-        len    = (len < rreq->worker->context->rndv.frag_size[UCS_MEMORY_TYPE_HOST])
-                     ? len
-                     : rreq->worker->context->rndv.frag_size[UCS_MEMORY_TYPE_HOST];
-        if ((frag != NULL) && (len > frag->size)) {
-            len = frag->size;
-        }
+        /* a host buffer takes pieces of a fragment's size */
+        len = ucs_min(rreq->length - offset,
+                      (frag != NULL)
+                          ? frag->size
+                          : rreq->worker->context->rndv.frag_size[UCS_MEMORY_TYPE_HOST]);
         rreq->next_offset += len;
         ucp_rndv_hread_piece(rreq, ep, offset, len, rreq->hread_address + offset,
                              rreq->hread_key, rreq->hread_key_len, 0, 0, frag);
@@ -361,16 +355,13 @@ void ucp_rndv_hread_resume(ucp_rndv_req_t *rreq)
 void ucp_rndv_hread_release(ucp_rndv_req_t *rreq)
 {
     ucp_rndv_hread_pending_t *pending;
-    ucp_rndv_op_t tmp;
 
     while (!ucs_list_is_empty(&rreq->hread_pending)) {
         pending = ucs_list_extract_head_elem(&rreq->hread_pending,
                                              ucp_rndv_hread_pending_t, list);
         /* Never read: the sender may reuse the fragment. */
-        tmp.remote_id  = pending->msg.sreq_id;
-        tmp.peer_uuid  = rreq->peer_uuid;
-        tmp.frag_index = pending->msg.frag_index;
-        ucp_rndv_hread_ack(rreq->worker, &tmp, UCS_ERR_CANCELED);
+        ucp_rndv_hread_ack(rreq, pending->msg.sreq_id, pending->msg.frag_index,
+                           UCS_ERR_CANCELED);
         free(pending);
     }
     free(rreq->hread_key);

@@ -426,23 +426,31 @@ ucs_status_t ucp_rndv_am_atp(void *arg, void *data, size_t length, unsigned flag
     return UCS_OK;
 }
 
+void ucp_rndv_recv_frag_ack(ucp_worker_h worker, uint64_t peer_uuid, uint64_t sreq_id,
+                            uint32_t frag_index, ucs_status_t status)
+{
+    ucp_rndv_frag_ack_t ack;
+
+    ack.sreq_id    = sreq_id;
+    ack.frag_index = frag_index;
+    ack.status     = status;
+    (void)ucp_rndv_ctrl_send(worker, peer_uuid, UCP_AM_ID_RNDV_FRAG_ACK, &ack,
+                             sizeof(ack), NULL, 0);
+}
+
 static void ucp_rndv_recv_frag_done(ucp_rndv_op_t *op)
 {
     ucp_worker_h worker  = op->worker;
     ucp_rndv_req_t *rreq = ucp_rndv_req_find(worker, op->id, 0, "fragment get");
-    ucp_rndv_frag_ack_t ack;
+    ucs_status_t status  = op->comp.status;
 
-    ack.sreq_id    = op->remote_id;
-    ack.frag_index = op->frag_index;
-    ack.status     = op->comp.status;
     /* Acknowledged even when our request is gone: the fragment is the
      * sender's to reuse. */
-    (void)ucp_rndv_ctrl_send(worker, op->peer_uuid, UCP_AM_ID_RNDV_FRAG_ACK, &ack,
-                             sizeof(ack), NULL, 0);
+    ucp_rndv_recv_frag_ack(worker, op->peer_uuid, op->remote_id, op->frag_index, status);
     if (rreq != NULL) {
         rreq->done_bytes += op->length;
-        if (ack.status != UCS_OK) {
-            ucp_rndv_req_complete(rreq, (ucs_status_t)ack.status);
+        if (status != UCS_OK) {
+            ucp_rndv_req_complete(rreq, status);
         } else if (rreq->done_bytes == rreq->length) {
             ucp_rndv_req_complete(rreq, UCS_OK);
         }
