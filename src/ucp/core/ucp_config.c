@@ -112,6 +112,17 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "one more copy by the CPU on each side. Both sides must allow it.",
      offsetof(ucp_config_t, rndv_staged_get), UCS_CONFIG_TYPE_BOOL},
 
+    {"RNDV_PIPELINE_HOST_GET_RAMP", "0",
+     "Pieces at the ends of a pipeline read through host fragments\n"
+     "(UCX_RNDV_PIPELINE_HOST_GET): the first piece has this size, each next\n"
+     "one doubles up to a fragment, and towards the end they halve back to\n"
+     "it. The copy out of the sender's GPU before the first read and the copy\n"
+     "into the receiver's after the last overlap nothing; small end pieces\n"
+     "keep them short, while the middle keeps whole fragments (e.g. 64K).\n"
+     "0: every piece a whole fragment. The side that cuts the pieces decides\n"
+     "(the sender for device data, the receiver when it reads a host buffer).",
+     offsetof(ucp_config_t, rndv_host_get_ramp), UCS_CONFIG_TYPE_SIZE},
+
     {"RNDV_SAME_GPU_HOST_MAX", "512K",
      "When neither buffer of a rendezvous can be exported and both are on the\n"
      "same GPU, messages from 32K up to this size (at most the host fragment\n"
@@ -251,6 +262,7 @@ ucs_status_t ucp_config_rndv_resolve(const ucp_config_t *config,
     rndv->split_alone  = config->rndv_split_alone;
     rndv->stage_overlap = config->rndv_stage_overlap;
     rndv->staged_get    = config->rndv_staged_get;
+    rndv->host_get_ramp = config->rndv_host_get_ramp;
     rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_type;
     if (rndv->frag_type == UCP_RNDV_FRAG_TYPE_AUTO) {
         rndv->frag_type = (ucp_rndv_frag_type_t)config->rndv_frag_types;

@@ -59,6 +59,7 @@ struct ucp_config {
     int                     rndv_split_alone; /**< UCX_RNDV_SPLIT_ONLY_ALONE */
     int rndv_stage_overlap;                   /**< UCX_RNDV_AM_STAGE_OVERLAP */
     int rndv_staged_get;                      /**< UCX_RNDV_PIPELINE_HOST_GET */
+    size_t rndv_host_get_ramp;                /**< UCX_RNDV_PIPELINE_HOST_GET_RAMP */
     size_t                  rndv_same_gpu_host_max; /**< UCX_RNDV_SAME_GPU_HOST_MAX */
     size_t                  rndv_host_get_max; /**< UCX_RNDV_HOST_GET_MAX */
     size_t                  tag_eager_max;   /**< UCX_TAG_EAGER_MAX_SIZE (or INF) */
@@ -104,6 +105,8 @@ typedef struct ucp_rndv_config {
                                              fragments, copy beside send */
     int staged_get;                     /**< device data over a host lane:
                                              reads of host fragments */
+    size_t host_get_ramp;               /**< first and last pieces of such
+                                             reads (0: whole fragments) */
     size_t               eager_max;     /**< largest eager tag message sent or
                                              accepted (SIZE_MAX: no limit) */
 } ucp_rndv_config_t;

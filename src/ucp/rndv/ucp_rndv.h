@@ -383,6 +383,13 @@ ucs_status_t ucp_rndv_send_start(ucp_request_t *req, ucp_ep_h ep,
 /** Bytes a message of @a length puts in each device fragment of
  *  @a frag_size bytes with @a depth fragments in flight. */
 size_t ucp_rndv_send_piece_size(size_t length, size_t frag_size, unsigned depth);
+/** Bytes of the piece at @a offset of a @a length-byte message read
+ *  through host fragments of @a frag_size bytes: @a ramp for the first,
+ *  doubling up to @a frag_size, and halving back towards the end, so
+ *  that the copies before the first read and after the last are short
+ *  (UCX_RNDV_PIPELINE_HOST_GET_RAMP; 0: whole fragments). */
+size_t ucp_rndv_ramp_piece_size(size_t offset, size_t length, size_t frag_size,
+                                size_t ramp);
 /** Sender: resume a request that waited for a fragment. */
 void ucp_rndv_send_resume(ucp_rndv_req_t *rreq);
 /** Sender: whether @a ep can stage device data of @a rreq in host

@@ -368,6 +368,31 @@ size_t ucp_rndv_send_piece_size(size_t length, size_t frag_size, unsigned depth)
     return (piece < frag_size) ? piece : frag_size;
 }
 
+size_t ucp_rndv_ramp_piece_size(size_t offset, size_t length, size_t frag_size,
+                                size_t ramp)
+{
+    size_t left = length - offset;
+    size_t piece, tail;
+
+    if ((ramp == 0) || (ramp >= frag_size)) {
+        return ucs_min(left, frag_size);
+    }
+    /* Offsets 0, r, 2r, 4r, ...: each piece as large as all before it. */
+    piece = (offset > ramp) ? offset : ramp;
+    /* Half of what is left, in whole ramps: the pieces shrink towards the
+     * end as they grew at the start. */
+    tail  = ((left / 2 + ramp - 1) / ramp) * ramp;
+    tail  = (tail > ramp) ? tail : ramp;
+    piece = (piece < tail) ? piece : tail;
+    piece = (piece < frag_size) ? piece : frag_size;
+    /* A remainder below a ramp joins the last piece rather than costing a
+     * copy and a read of its own. */
+    if ((left < piece + ramp) && (left <= frag_size)) {
+        return left;
+    }
+    return (piece < left) ? piece : left;
+}
+
 /* Keep up to UCX_RNDV_PIPELINE_DEPTH fragments of the message in flight. */
 static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
 {
@@ -401,8 +426,12 @@ static void ucp_rndv_send_frag_fill(ucp_rndv_req_t *rreq)
             return;
         }
         /* Host fragments are read at the network's pace: whole ones keep
-         * the reads few and large. */
-        piece = frag->size;
+         * the reads few and large, but for the short ends of the ramp. */
+        piece =
+            (type == UCS_MEMORY_TYPE_HOST)
+                ? ucp_rndv_ramp_piece_size(rreq->next_offset, rreq->length, frag->size,
+                                           worker->context->rndv.host_get_ramp)
+                : frag->size;
         if (!rreq->whole_pieces && (type != UCS_MEMORY_TYPE_HOST) &&
             !(worker->context->rndv.split_alone &&
               ucp_rndv_frag_shared(worker, frag, rreq->inflight))) {

@@ -375,7 +375,8 @@ class test_ucp_cuda_rndv_tcp : public test_ucp_cuda_rndv
 {
   protected:
     void run(const std::vector<std::pair<std::string, std::string>> &extra,
-             unsigned concurrent, int overlaps, bool reads = false)
+             unsigned concurrent, int overlaps, bool reads = false,
+             long sender_pieces = -1)
     {
         const kind_t &s = k_kinds[std::get<0>(GetParam())];
         const kind_t &r = k_kinds[std::get<1>(GetParam())];
@@ -398,7 +399,7 @@ class test_ucp_cuda_rndv_tcp : public test_ucp_cuda_rndv
                   : reads            ? UCP_PROTO_STAT_RNDV_PIPE_HOST_GET
                                      : UCP_PROTO_STAT_RNDV_PIPE_HOST,
                   env, {k_frag - 1, k_frag, 2 * k_frag, 5 * k_frag + 3}, concurrent,
-                  8 * 1024, 0, -1, false, overlaps);
+                  8 * 1024, 0, sender_pieces, false, overlaps);
     }
 };
 
@@ -423,19 +424,6 @@ TEST_P(test_ucp_cuda_rndv_tcp, one_fragment_per_message)
 TEST_P(test_ucp_cuda_rndv_tcp, device_data_read_through_host_fragments)
 {
     run({}, 3, 0, true);
-}
-
-TEST_P(test_ucp_cuda_rndv_tcp, reads_wait_for_fragments_of_a_small_pool)
-{
-    /* Three messages of up to six pieces, two fragments per side: senders
-     * and receivers wait for fragments, and a receiver's fragment is still
-     * copying to the device when the sender's next one is announced. */
-    run({{"UCX_RNDV_FRAG_POOL_SIZE", "2"}}, 3, 0, true);
-}
-
-TEST_P(test_ucp_cuda_rndv_tcp, reads_with_one_fragment_in_flight)
-{
-    run({{"UCX_RNDV_PIPELINE_DEPTH", "1"}, {"UCX_RNDV_FRAG_POOL_SIZE", "1"}}, 1, 0, true);
 }
 
 /* Both processes send device data to each other at once over tcp, more
@@ -497,6 +485,53 @@ TEST(test_ucp_cuda_rndv_tcp_both_ways, sends_each_way_beyond_the_pool_complete)
 INSTANTIATE_TEST_SUITE_P(pairs, test_ucp_cuda_rndv_tcp,
                          ::testing::Combine(::testing::Values(0, 1, 2, 4, 6, 7),
                                             ::testing::Values(0, 1, 2, 4, 6, 7)),
+                         pair_name);
+
+/* How the read pipeline through host fragments schedules its pieces:
+ * waits for fragments, one piece at a time, short pieces at the ends.
+ * None of it depends on the kind of device memory (the data path is the
+ * one test_ucp_cuda_rndv_tcp checks for every pair), so host, one plain
+ * and one two-chunk VMM buffer stand for all. */
+class test_ucp_cuda_rndv_tcp_reads : public test_ucp_cuda_rndv_tcp
+{
+};
+
+TEST_P(test_ucp_cuda_rndv_tcp_reads, reads_wait_for_fragments_of_a_small_pool)
+{
+    /* Three messages of up to six pieces, two fragments per side: senders
+     * and receivers wait for fragments, and a receiver's fragment is still
+     * copying to the device when the sender's next one is announced. */
+    run({{"UCX_RNDV_FRAG_POOL_SIZE", "2"}}, 3, 0, true);
+}
+
+TEST_P(test_ucp_cuda_rndv_tcp_reads, reads_with_one_fragment_in_flight)
+{
+    run({{"UCX_RNDV_PIPELINE_DEPTH", "1"}, {"UCX_RNDV_FRAG_POOL_SIZE", "1"}}, 1, 0, true);
+}
+
+/* The ends in short pieces (UCX_RNDV_PIPELINE_HOST_GET_RAMP, here a quarter
+ * of the scaled-down fragment): a device sender copies 16K, 16K, 32K, ...
+ * and the last pieces shrink back, so the messages of run() take
+ * 3 + 4 + 6 + 8 copies instead of 1 + 1 + 2 + 6; a host buffer read into
+ * a device one is cut the same way by its receiver. */
+TEST_P(test_ucp_cuda_rndv_tcp_reads, read_pipeline_ends_in_short_pieces)
+{
+    const bool host_sender = k_kinds[std::get<0>(GetParam())].host;
+
+    run({{"UCX_RNDV_PIPELINE_HOST_GET_RAMP", std::to_string(k_frag / 4)}}, 1, 0, true,
+        host_sender ? 0 : 21);
+}
+
+TEST_P(test_ucp_cuda_rndv_tcp_reads, read_pipeline_without_ramp_copies_whole_fragments)
+{
+    const bool host_sender = k_kinds[std::get<0>(GetParam())].host;
+
+    run({{"UCX_RNDV_PIPELINE_HOST_GET_RAMP", "0"}}, 1, 0, true, host_sender ? 0 : 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(pairs, test_ucp_cuda_rndv_tcp_reads,
+                         ::testing::Combine(::testing::Values(0, 1, 7),
+                                            ::testing::Values(0, 1, 7)),
                          pair_name);
 
 class test_ucp_cuda_rndv_misc : public ::testing::Test {

@@ -770,6 +770,63 @@ TEST(test_ucp_rndv_keys, trailing_zeros_are_trimmed_exactly)
     EXPECT_EQ(6u, ucp_rndv_key_trim(k, 7)); /* only the given length counts */
 }
 
+/* The pieces of a read pipeline through host fragments, walked from the
+ * start of a message of @a length with fragments of @a frag and ramp @a ramp. */
+static std::vector<size_t> ramp_pieces(size_t length, size_t frag, size_t ramp)
+{
+    std::vector<size_t> pieces;
+    size_t offset = 0;
+
+    while ((offset < length) && (pieces.size() < 100000)) {
+        pieces.push_back(ucp_rndv_ramp_piece_size(offset, length, frag, ramp));
+        if (pieces.back() == 0) {
+            break;
+        }
+        offset += pieces.back();
+    }
+    return pieces;
+}
+
+TEST(test_ucp_rndv_pipeline, read_pieces_ramp_up_and_down_at_the_ends)
+{
+    const size_t K = 1024, M = K * K;
+    typedef std::vector<size_t> v;
+
+    /* 1 MiB in 512K fragments: doubling from 64K, halving back to it. */
+    EXPECT_EQ(v({64 * K, 64 * K, 128 * K, 256 * K, 256 * K, 128 * K, 64 * K, 64 * K}),
+              ramp_pieces(M, 512 * K, 64 * K));
+    EXPECT_EQ(v({64 * K, 64 * K, 128 * K, 256 * K, 512 * K, 512 * K, 512 * K, 512 * K,
+                 512 * K, 512 * K, 256 * K, 128 * K, 64 * K, 64 * K}),
+              ramp_pieces(4 * M, 512 * K, 64 * K));
+    /* Off, or a ramp of a fragment or more: whole fragments. */
+    EXPECT_EQ(v({512 * K, 512 * K}), ramp_pieces(M, 512 * K, 0));
+    EXPECT_EQ(v({512 * K, 512 * K}), ramp_pieces(M, 512 * K, 512 * K));
+    EXPECT_EQ(v({512 * K, 488 * K}), ramp_pieces(1000 * K, 512 * K, 2 * M));
+    /* A remainder under a ramp joins the last piece. */
+    EXPECT_EQ(v({16 * K, 16 * K, 32 * K - 1}), ramp_pieces(64 * K - 1, 64 * K, 16 * K));
+    EXPECT_EQ(v({16 * K, 16 * K, 32 * K, 64 * K, 64 * K, 64 * K, 48 * K, 16 * K + 3}),
+              ramp_pieces(5 * 64 * K + 3, 64 * K, 16 * K));
+    EXPECT_EQ(v({100 * K}), ramp_pieces(100 * K, 512 * K, 64 * K));
+    EXPECT_EQ(v({1}), ramp_pieces(1, 512 * K, 64 * K));
+    /* Every piece within a fragment, and they add up. */
+    for (size_t length : {64 * K + 1, 3 * M + 12345, 64 * M, 64 * M - 1}) {
+        for (size_t ramp : {(size_t)0, 4 * K, 64 * K, 100 * K}) {
+            v pieces   = ramp_pieces(length, 512 * K, ramp);
+            size_t sum = 0;
+            for (size_t p : pieces) {
+                EXPECT_GT(p, 0u);
+                EXPECT_LE(p, 512 * K);
+                sum += p;
+            }
+            EXPECT_EQ(length, sum) << length << " ramp " << ramp;
+            if ((ramp > 0) && (length > 2 * ramp)) {
+                EXPECT_EQ(ramp, pieces.front()) << length << " ramp " << ramp;
+                EXPECT_LT(pieces.back(), 2 * ramp) << length << " ramp " << ramp;
+            }
+        }
+    }
+}
+
 TEST(test_ucp_rndv_pipeline, pieces_follow_depth_within_fragment_and_minimum)
 {
     const size_t M = 1ul << 20;
