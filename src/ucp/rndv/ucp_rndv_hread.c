@@ -243,12 +243,10 @@ static void ucp_rndv_hread_fill(ucp_rndv_req_t *rreq)
            (rreq->next_offset < rreq->length) && (rreq->hread_status == UCS_OK) &&
            ucp_rndv_hread_frag_get(rreq, &frag)) {
         offset = rreq->next_offset;
-        /* a host buffer takes pieces of a fragment's size */
-        len = ucp_rndv_ramp_piece_size(
-            offset, rreq->length,
-            (frag != NULL) ? frag->size
-                           : rreq->worker->context->rndv.frag_size[UCS_MEMORY_TYPE_HOST],
-            rreq->worker->context->rndv.host_get_ramp);
+        /* Only device buffers read here (ucp_rndv_hread_start): every
+         * piece lands in one of our fragments. */
+        len = ucp_rndv_ramp_piece_size(offset, rreq->length, frag->size,
+                                       rreq->worker->context->rndv.host_get_ramp);
         rreq->next_offset += len;
         ucp_rndv_hread_piece(rreq, ep, offset, len, rreq->hread_address + offset,
                              rreq->hread_key, rreq->hread_key_len, 0, 0, frag);

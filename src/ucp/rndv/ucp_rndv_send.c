@@ -378,19 +378,16 @@ size_t ucp_rndv_ramp_piece_size(size_t offset, size_t length, size_t frag_size,
         return ucs_min(left, frag_size);
     }
     /* Offsets 0, r, 2r, 4r, ...: each piece as large as all before it. */
-    piece = (offset > ramp) ? offset : ramp;
+    piece = ucs_max(offset, ramp);
     /* Half of what is left, in whole ramps: the pieces shrink towards the
      * end as they grew at the start. */
-    tail  = ((left / 2 + ramp - 1) / ramp) * ramp;
-    tail  = (tail > ramp) ? tail : ramp;
-    piece = (piece < tail) ? piece : tail;
-    piece = (piece < frag_size) ? piece : frag_size;
+    tail  = ucs_max(((left / 2 + ramp - 1) / ramp) * ramp, ramp);
+    piece = ucs_min(piece, tail);
+    piece = ucs_min(piece, frag_size);
     /* A remainder below a ramp joins the last piece rather than costing a
-     * copy and a read of its own. */
-    if ((left < piece + ramp) && (left <= frag_size)) {
-        return left;
-    }
-    return (piece < left) ? piece : left;
+     * copy and a read of its own; otherwise at least a ramp is left after
+     * this piece. */
+    return ((left < piece + ramp) && (left <= frag_size)) ? left : piece;
 }
 
 /* Keep up to UCX_RNDV_PIPELINE_DEPTH fragments of the message in flight. */
