@@ -120,7 +120,9 @@ static const ucs_config_field_t ucp_config_fields[] = {
      "into the receiver's after the last overlap nothing; small end pieces\n"
      "keep them short, while the middle keeps whole fragments (e.g. 64K).\n"
      "0: every piece a whole fragment. The side that cuts the pieces decides\n"
-     "(the sender for device data, the receiver when it reads a host buffer).",
+     "(the sender for device data, the receiver when it reads a host buffer).\n"
+     "Off by default: on an H100 host 64K and 128K lost at 1 MiB for every\n"
+     "allocator kind (docs/performance.md).",
      offsetof(ucp_config_t, rndv_host_get_ramp), UCS_CONFIG_TYPE_SIZE},
 
     {"RNDV_SAME_GPU_HOST_MAX", "512K",
