@@ -9,6 +9,8 @@
 # With UPSTREAM (a prefix with bin/ucx_perftest and lib/, such as NVIDIA's
 # libucx wheel), ours and upstream also run client/server side by side for
 # host and cuda memory (upstream's perftest has no -L and no other kinds).
+# TEST and TLS pick another test and transport set with the same table, e.g.
+# both directions at once on one GPU (TEST=tag_bibw TLS=).
 # Prints a markdown table on stdout (device replies carry stdout best) and
 # keeps every log in $OUT/gpu-tcp-bench/.
 #
@@ -20,6 +22,9 @@
 #              lists, one column each; an empty one is the default
 #   REPS       (2)   ITERS (100)   CPUS (2,4: -c of the two processes)
 #   UPSTREAM   (unset: no upstream rows)
+#   TEST       (tag_bw; tag_bibw: both directions at once, the sum of both)
+#   TLS        (tcp,cuda_copy; empty: the default transports, e.g. with
+#              TEST=tag_bibw for both directions on one GPU)
 #   OUT        (.)
 set -uo pipefail
 build=$(realpath "${1:?usage: gpu-tcp-bench.sh BUILD_DIR}")
@@ -30,6 +35,10 @@ settings=${SETTINGS-";UCX_RNDV_PIPELINE_HOST_GET_RAMP=64K"}
 reps=${REPS:-2}
 iters=${ITERS:-100}
 cpus=${CPUS:-2,4}
+test=${TEST:-tag_bw}
+tls=${TLS-tcp,cuda_copy}
+tls_env=()
+[ -n "$tls" ] && tls_env=("UCX_TLS=$tls")
 out=${OUT:-.}/gpu-tcp-bench
 mkdir -p "$out"
 [ -x "$perf" ] || { echo "no $perf: build first"; exit 1; }
@@ -46,8 +55,8 @@ for ((r = 1; r <= reps; ++r)); do
         for k in $kinds; do
             log=$out/ours.$k.c$c.r$r.log
             # shellcheck disable=SC2086
-            env UCX_TLS=tcp,cuda_copy ${cols[$c]} timeout 120 "$perf" -L -c "$cpus" \
-                -m "$k,$k" -t tag_bw --sizes "$sizes" -n "$iters" -w 10 >"$log" 2>&1
+            env "${tls_env[@]}" ${cols[$c]} timeout 120 "$perf" -L -c "$cpus" \
+                -m "$k,$k" -t "$test" --sizes "$sizes" -n "$iters" -w 10 >"$log" 2>&1
             i=0
             while read -r bw; do
                 cell[$k,$c,$i]+="$bw "
@@ -58,7 +67,7 @@ for ((r = 1; r <= reps; ++r)); do
     done
 done
 
-echo "## GPU memory over tcp: ucx_perftest -L tag_bw, UCX_TLS=tcp,cuda_copy, MB/s (share of the column's host row), median of $reps"
+echo "## ucx_perftest -L $test, UCX_TLS=${tls:-(default)}, MB/s (share of the column's host row), median of $reps"
 echo
 echo "$(hostname), $(nvidia-smi -L 2>/dev/null | head -1 || echo 'no nvidia-smi'), CPUs $cpus, $iters messages per size"
 echo
@@ -91,10 +100,10 @@ if [ -n "${UPSTREAM:-}" ]; then
         local log=$1 k=$2 s=$3 n=$iters
         shift 3
         port=$((port + 1))
-        env UCX_TLS=tcp,cuda_copy taskset -c "${cpus%,*}" "$@" -p $port >"$log.server" 2>&1 &
+        env "${tls_env[@]}" taskset -c "${cpus%,*}" "$@" -p $port >"$log.server" 2>&1 &
         sleep 0.8
-        env UCX_TLS=tcp,cuda_copy taskset -c "${cpus#*,}" timeout 120 "$@" 127.0.0.1 \
-            -p $port -t tag_bw -m "$k,$k" -s "$s" -n "$n" -w 10 >"$log" 2>&1
+        env "${tls_env[@]}" taskset -c "${cpus#*,}" timeout 120 "$@" 127.0.0.1 \
+            -p $port -t "$test" -m "$k,$k" -s "$s" -n "$n" -w 10 >"$log" 2>&1
         wait
         awk '/^Final/ { print int($6) }' "$log"
     }
@@ -110,7 +119,7 @@ if [ -n "${UPSTREAM:-}" ]; then
         done
     done
     echo
-    echo "## Client/server, UCX_TLS=tcp,cuda_copy, default settings, ours against $UPSTREAM, MB/s, median of $reps"
+    echo "## Client/server $test, UCX_TLS=${tls:-(default)}, default settings, ours against $UPSTREAM, MB/s, median of $reps"
     echo
     echo "| kind | size | ours | upstream | ratio |"
     echo "|---|---|---|---|---|"

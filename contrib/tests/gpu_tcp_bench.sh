@@ -27,6 +27,15 @@ done
 [ "$(grep -cE '^\| cuda-vmm \| [0-9]+M \| [0-9]+ \([0-9]+ %\) \| [0-9]+ \([0-9]+ %\) \|$' \
     "$tmp/good.md")" -eq 2 ] || { echo "FAIL: device rows without their share of host"; exit 1; }
 
+# Both directions at once over the default transports (one GPU: cuda_ipc).
+TEST=tag_bibw TLS= SETTINGS="" run >"$tmp/bibw.md" 2>&1 ||
+    { echo "FAIL: the tag_bibw run failed"; cat "$tmp/bibw.md"; exit 1; }
+cat "$tmp/bibw.md"
+grep -q '^## ucx_perftest -L tag_bibw, UCX_TLS=(default),' "$tmp/bibw.md" ||
+    { echo "FAIL: the tag_bibw table does not name its test and transports"; exit 1; }
+grep -qE '^\| cuda-vmm \| 4M \| [0-9]+ \([0-9]+ %\) \|$' "$tmp/bibw.md" ||
+    { echo "FAIL: no tag_bibw figure for cuda-vmm 4M"; exit 1; }
+
 if SETTINGS=";UCX_RNDV_PIPELINE_HOST_GET_RAMP=bogus" run >"$tmp/bad.md" 2>&1; then
     echo "FAIL: a column whose runs all failed passed"; cat "$tmp/bad.md"; exit 1
 fi
